@@ -1,0 +1,138 @@
+// The layered on-disk cache: one writable root, then read-only base layers searched in order.
+//
+//   <root>/v1/entries/<kernel>/<key hex>.sjc   published entries (entry_format.h)
+//   <root>/v1/tmp/                             temp files of writers in flight
+//   <root>/v1/corrupt/                         entries that failed verification, moved aside
+//   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
+//
+// Promises (../shared/RELIABILITY.md): a lookup returns only verified bytes; a fault is a miss,
+// never an error to the caller; publish is write-temp + fsync + rename in the root's file
+// system; read-only layers are never written (no locks, no stamps, no quarantine); symbolic
+// links are never followed. A root that cannot be written (permissions, read-only file system)
+// is still read but never written; a root that is unsafe (owned by another user, or
+// world-writable without the sticky bit) is neither read nor written (H1). Either way the
+// engine keeps compiled variants in memory only.
+// Last use is the entry's mtime, refreshed by hits at most once a minute: eviction never
+// depends on atime. Thread-safe; many processes may share one root.
+#pragma once
+
+#include "cache/entry_format.h"
+
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specjit::cache {
+
+struct StoreOptions {
+  std::string root;                         // the writable root (created on first publish)
+  std::vector<std::string> readonly_layers; // searched after the root, never written
+  uint64_t max_bytes = 0;                   // size limit of the root; 0: none
+  int64_t stale_temp_seconds = 3600;        // temp files older than this belong to dead writers
+  int64_t lock_timeout_ms = 10000;          // how long lock_for_compile waits
+};
+
+struct EntryLocation {
+  std::string path;
+  size_t layer = 0; // 0: the writable root; 1..n: readonly_layers[layer - 1]
+  bool readonly() const { return layer != 0; }
+};
+
+struct LoadedEntry {
+  std::unique_ptr<llvm::MemoryBuffer> bytes;
+  DecodedEntry entry; // views into *bytes, verified
+  EntryLocation location;
+};
+
+struct CorruptFinding {
+  std::string path;
+  EntryFault fault;
+  std::string detail;
+  bool moved_aside = false; // false for read-only layers and when the move failed
+};
+
+struct LookupResult {
+  std::optional<LoadedEntry> hit;
+  std::vector<CorruptFinding> corrupt; // bad entries met on the way (each a miss)
+};
+
+// Per-key cross-process compile lock (flock on the lock file). An optimisation only: when it
+// cannot be taken within the timeout (or at all), acquired() is false and the caller compiles
+// anyway. Released by the destructor, or by the kernel when the holder dies.
+class CompileLock {
+public:
+  CompileLock() = default;
+  explicit CompileLock(int fd) : m_fd(fd) {}
+  CompileLock(CompileLock&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  CompileLock& operator=(CompileLock&& other) noexcept;
+  ~CompileLock();
+  bool acquired() const { return m_fd >= 0; }
+
+private:
+  int m_fd = -1;
+};
+
+struct ListedEntry {
+  EntryLocation location;
+  std::string kernel;
+  std::optional<Digest128> key;          // from the file name
+  uint64_t bytes = 0;
+  int64_t last_use_seconds = 0;          // mtime, seconds since the epoch
+  std::optional<EntryMetadata> metadata; // nullopt when the entry does not decode
+};
+
+struct PruneResult {
+  size_t removed = 0;
+  uint64_t bytes_before = 0;
+  uint64_t bytes_after = 0;
+};
+
+class DiskStore {
+public:
+  explicit DiskStore(StoreOptions options);
+
+  const StoreOptions& options() const { return m_options; }
+  // False when the root cannot be used for writing; unusable_reason() says why.
+  bool writable() const { return m_unusable_reason.empty(); }
+  const std::string& unusable_reason() const { return m_unusable_reason; }
+
+  std::string entry_path(const Digest128& key, llvm::StringRef kernel) const;
+
+  // Root first, then each read-only layer. Corrupt entries in the root are moved aside.
+  LookupResult lookup(const Digest128& key, llvm::StringRef kernel);
+
+  // Atomically publishes an encoded entry. Errors (ENOSPC, EACCES, ...) name the path; the
+  // caller logs them as write_failed and keeps going. No temp file survives a failed publish.
+  // Enforces max_bytes afterwards (LRU).
+  llvm::Error publish(const Digest128& key, llvm::StringRef kernel, llvm::StringRef entry_bytes);
+
+  CompileLock lock_for_compile(const Digest128& key);
+
+  // Every entry of every layer (or of one kernel), newest use first, metadata decoded.
+  std::vector<ListedEntry> list(std::optional<llvm::StringRef> kernel = std::nullopt) const;
+
+  // Fully verifies every entry of the root (and, read-only, of the layers); with repair, moves
+  // bad root entries aside. Returns the bad ones.
+  std::vector<CorruptFinding> verify(bool repair);
+
+  // Removes least recently used root entries until the root holds at most max_bytes.
+  PruneResult prune(uint64_t max_bytes);
+  // Removes every root entry (and temp files, quarantine, locks). Returns entries removed.
+  size_t clear();
+  // Removes temp files older than stale_temp_seconds. Returns how many.
+  size_t sweep_stale_temps();
+
+  // Moves a root entry aside into corrupt/ (no-op for read-only layers).
+  bool quarantine(const EntryLocation& location);
+
+private:
+  StoreOptions m_options;
+  std::string m_unusable_reason;
+};
+
+} // namespace specjit::cache

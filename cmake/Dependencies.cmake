@@ -1,0 +1,27 @@
+# Every external dependency is found here, once. Debian packages: llvm-dev, libxxhash-dev,
+# libfmt-dev, doctest-dev; the CUDA toolkit for NVRTC and the driver API header (never libcuda).
+find_package(CUDAToolkit REQUIRED)
+find_package(fmt REQUIRED)
+find_package(doctest REQUIRED)
+
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+find_library(XXHASH_LIBRARY xxhash REQUIRED)
+add_library(specjit_xxhash INTERFACE)
+target_include_directories(specjit_xxhash INTERFACE ${XXHASH_INCLUDE_DIR})
+target_link_libraries(specjit_xxhash INTERFACE ${XXHASH_LIBRARY})
+
+# LLVM Support is linked statically: libLLVM.so is far too large to carry to a GPU host.
+find_program(LLVM_CONFIG NAMES llvm-config llvm-config-14 llvm-config-15 llvm-config-16
+             PATHS /usr/lib/llvm-14/bin /usr/lib/llvm-15/bin REQUIRED)
+execute_process(COMMAND ${LLVM_CONFIG} --includedir OUTPUT_VARIABLE LLVM_INCLUDE_DIR
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+execute_process(COMMAND ${LLVM_CONFIG} --link-static --libfiles support
+                OUTPUT_VARIABLE LLVM_SUPPORT_LIBS OUTPUT_STRIP_TRAILING_WHITESPACE)
+separate_arguments(LLVM_SUPPORT_LIBS)
+# llvm-config also names z3 and libxml2, which only parts of Support that specjit never calls use.
+set(LLVM_SYSTEM_LIBS rt dl m z tinfo pthread)
+add_library(specjit_llvm INTERFACE)
+target_include_directories(specjit_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIR})
+target_link_libraries(specjit_llvm INTERFACE ${LLVM_SUPPORT_LIBS} ${LLVM_SYSTEM_LIBS})
+target_compile_definitions(specjit_llvm INTERFACE _GNU_SOURCE __STDC_CONSTANT_MACROS
+                           __STDC_FORMAT_MACROS __STDC_LIMIT_MACROS)

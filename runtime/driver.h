@@ -1,0 +1,46 @@
+// The CUDA Driver API, opened with dlopen("libcuda.so.1") at first use and never linked:
+// everything but loading and launching works on machines without a GPU or driver.
+// Each entry point is resolved once through cuGetProcAddress, so versioned symbols
+// (cuMemAlloc_v2, ...) are right for the cuda.h we build with.
+#pragma once
+
+#include <cuda.h>
+
+#include <llvm/Support/Error.h>
+
+#include <string>
+
+namespace specjit::runtime {
+
+// A failed driver call: the CUresult and the API that returned it.
+class CudaError : public llvm::ErrorInfo<CudaError> {
+public:
+  static char ID;
+  CudaError(CUresult result, std::string api, std::string detail);
+  CUresult result() const { return m_result; }
+  void log(llvm::raw_ostream& os) const override;
+  std::error_code convertToErrorCode() const override;
+
+private:
+  CUresult m_result;
+  std::string m_api;
+  std::string m_detail; // the driver's error name and text, when it could give them
+};
+
+struct Driver {
+#define SPECJIT_DRIVER_FUNCTION(name) decltype(&::name) name = nullptr;
+#include "runtime/driver_functions.def"
+#undef SPECJIT_DRIVER_FUNCTION
+
+  // Wraps a CUresult in exactly one place: success, or a CudaError naming `api`.
+  llvm::Error check(CUresult result, const char* api) const;
+};
+
+// The process-wide driver: dlopen + cuInit on the first call; later calls return the same
+// table (or the same error). Thread-safe.
+llvm::Expected<const Driver&> driver();
+
+// True when a driver loads and reports at least one device. Never fails.
+bool device_available();
+
+} // namespace specjit::runtime

@@ -1,0 +1,137 @@
+// The Engine: memory tier -> disk layers -> NVRTC compile, for every (kernel, variant).
+//
+//   Engine engine(config);                     // reads nothing from the environment itself
+//   KernelId k = *engine.add_kernel(def);      // once per definition: validated, then cheap
+//   auto v = engine.get(k, {num_tokens, ...}); // hot path: a hash lookup on a memory hit
+//   engine.launch(**v, {grid, block}, args...);
+//
+// prepare() makes a variant ready without a GPU (compile or disk load only): `specjit
+// precompile` and the tests use it. get() also loads the module on the device.
+// Within a process each key compiles at most once (concurrent callers wait for the first);
+// across processes a per-key lock on disk avoids duplicate work. No global lock is held while
+// compiling or reading the disk. Every slow event is written to the recompilation log.
+#pragma once
+
+#include "runtime/driver.h"
+#include "runtime/kernel_def.h"
+
+#include "support/config.h"
+#include "support/hash.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/JSON.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace specjit::runtime {
+
+inline constexpr size_t k_max_params = 8;
+
+// Index of a registered kernel definition.
+struct KernelId {
+  uint32_t index = 0;
+};
+
+enum class VariantSource : uint8_t { compiled, disk, memory };
+
+// One compiled variant. Immutable once published by the engine, except `function`, which is
+// set once when the module is loaded.
+struct Variant {
+  KernelId kernel;
+  std::string kernel_name;
+  std::string name_expression;
+  Digest128 key;
+  std::string cubin;
+  std::string lowered_name;
+  llvm::json::Object variant; // template arguments as an object, e.g. {"num_tokens": "dynamic"}
+  int registers = 0;
+  int spill_bytes = 0;
+  int shared_bytes = 0;
+  double compile_ms = 0; // from the entry's metadata when loaded from disk
+  VariantSource source = VariantSource::compiled;
+  // Loaded state (get()):
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  std::vector<size_t> param_sizes; // from cuFuncGetParamInfo, checked by launch()
+};
+
+struct LaunchConfig {
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+};
+
+// Counters since the engine was created. requests == memory_hits + disk_hits + compiles +
+// failures, exactly, under any concurrency.
+struct EngineStats {
+  uint64_t requests = 0;
+  uint64_t memory_hits = 0;
+  uint64_t disk_hits = 0;
+  uint64_t compiles = 0;
+  uint64_t failures = 0;
+  uint64_t corrupt_entries = 0;
+  uint64_t write_failures = 0;
+  uint64_t storms = 0;
+};
+
+class Engine {
+public:
+  explicit Engine(const Config& config);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Registers a definition (validated once). Adding the same id twice returns the first id
+  // when the definitions are equal and an error otherwise.
+  llvm::Expected<KernelId> add_kernel(const KernelDef& def);
+  const KernelDef& definition(KernelId kernel) const;
+
+  // Makes the variant for these values ready: memory, else disk, else compile. No GPU needed.
+  // `values` has one entry per template parameter of the definition.
+  llvm::Expected<const Variant*> prepare(KernelId kernel, llvm::ArrayRef<int64_t> values);
+  // prepare() + the module loaded on the engine's device.
+  llvm::Expected<const Variant*> get(KernelId kernel, llvm::ArrayRef<int64_t> values);
+
+  // Launches a loaded variant. Arguments must be trivially copyable and match the kernel's
+  // parameter sizes (checked against cuFuncGetParamInfo).
+  template <typename... Args>
+  llvm::Error launch(const Variant& variant, const LaunchConfig& config, const Args&... args) {
+    static_assert((std::is_trivially_copyable_v<Args> && ...),
+                  "kernel arguments must be trivially copyable");
+    constexpr size_t count = sizeof...(Args);
+    const void* pointers[count == 0 ? 1 : count] = {static_cast<const void*>(&args)...};
+    const size_t sizes[count == 0 ? 1 : count] = {sizeof(Args)...};
+    return launch_packed(variant, config, pointers, sizes, count);
+  }
+  llvm::Error launch_packed(const Variant& variant, const LaunchConfig& config,
+                            const void* const* arguments, const size_t* sizes, size_t count);
+
+  // From now on compiles are `serving` phase; with SPECJIT_STRICT=error they fail.
+  void seal();
+  bool sealed() const;
+
+  EngineStats stats() const;
+  // The architecture variants are compiled for: the device's, else the configuration's.
+  Arch arch() const;
+  const Config& config() const;
+  // Whether compiled variants can be persisted (false: memory only, with the reason).
+  bool disk_writable() const;
+  std::string disk_unusable_reason() const;
+
+  // The device's primary context, made current on the calling thread. For tests and benchmarks
+  // that allocate memory next to the engine's launches.
+  llvm::Error make_context_current();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace specjit::runtime
