@@ -1,1 +1,331 @@
-// placeholder
+#include "runtime/engine.h"
+
+#include "runtime/engine_impl.h"
+
+#include "jit/embedded_sources.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+namespace specjit::runtime {
+
+namespace {
+
+cache::StoreOptions store_options(const Config& config) {
+  cache::StoreOptions options;
+  options.root = config.cache_root();
+  options.readonly_layers = config.readonly_dirs.value;
+  options.max_bytes = config.max_cache_bytes.value;
+  options.stale_temp_seconds = config.stale_temp_seconds.value;
+  options.lock_timeout_ms = config.lock_timeout_ms.value;
+  return options;
+}
+
+} // namespace
+
+Engine::Impl::Impl(const Config& config_in)
+    : config(config_in), store(store_options(config_in)), log(config_in.log_path()) {
+  // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
+  sealed = config.strict.value != StrictMode::off;
+  if (store.writable())
+    store.sweep_stale_temps();
+}
+
+Arch Engine::Impl::arch() {
+  std::call_once(arch_once, [&] {
+    // An explicitly configured architecture wins (precompiling for another machine);
+    // otherwise the device decides; otherwise the default (sm_90a).
+    target_arch = config.default_arch();
+    if (config.arch.source != SettingSource::default_value || !device_available())
+      return;
+    const Driver& drv = *driver();
+    CUdevice device = 0;
+    int major = 0, minor = 0;
+    if (drv.cuDeviceGet(&device, static_cast<int>(config.device.value)) != CUDA_SUCCESS ||
+        drv.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+            CUDA_SUCCESS ||
+        drv.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+            CUDA_SUCCESS)
+      return;
+    target_arch = Arch::for_device(major, minor);
+  });
+  return target_arch;
+}
+
+llvm::Error Engine::Impl::ensure_context() {
+  auto drv = driver();
+  if (!drv)
+    return drv.takeError();
+  {
+    std::lock_guard<std::mutex> lock(context_mutex);
+    if (context == nullptr) {
+      CUdevice device = 0;
+      if (auto err = drv->check(drv->cuDeviceGet(&device, static_cast<int>(config.device.value)),
+                                "cuDeviceGet"))
+        return err;
+      if (auto err = drv->check(drv->cuDevicePrimaryCtxRetain(&context, device),
+                                "cuDevicePrimaryCtxRetain"))
+        return err;
+    }
+  }
+  // Cheap when already current: one thread-local compare.
+  thread_local CUcontext current = nullptr;
+  if (current == context)
+    return llvm::Error::success();
+  if (auto err = drv->check(drv->cuCtxSetCurrent(context), "cuCtxSetCurrent"))
+    return err;
+  current = context;
+  return llvm::Error::success();
+}
+
+llvm::Error Engine::Impl::load(Slot& slot) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  if (slot.loaded.load(std::memory_order_acquire))
+    return llvm::Error::success();
+  if (auto err = ensure_context())
+    return err;
+  const Driver& drv = *driver();
+  Variant& v = slot.variant;
+  if (auto err = drv.check(drv.cuModuleLoadData(&v.module, v.cubin.data()), "cuModuleLoadData"))
+    return err;
+  if (auto err = drv.check(drv.cuModuleGetFunction(&v.function, v.module, v.lowered_name.c_str()),
+                           "cuModuleGetFunction"))
+    return err;
+  // Parameter sizes, read once here so that every launch can check its arguments cheaply.
+  for (size_t index = 0;; ++index) {
+    size_t offset = 0, size = 0;
+    if (drv.cuFuncGetParamInfo(v.function, index, &offset, &size) != CUDA_SUCCESS)
+      break;
+    v.param_sizes.push_back(size);
+  }
+  slot.loaded.store(true, std::memory_order_release);
+  return llvm::Error::success();
+}
+
+Engine::Engine(const Config& config) : m_impl(std::make_unique<Impl>(config)) {}
+
+Engine::~Engine() {
+  if (m_impl->context == nullptr)
+    return;
+  // Modules live as long as the engine; the primary context is released, not destroyed.
+  const Driver& drv = *driver();
+  drv.cuCtxSetCurrent(m_impl->context);
+  for (auto& entry : m_impl->slots)
+    if (entry.second->loaded.load())
+      drv.cuModuleUnload(entry.second->variant.module);
+  CUdevice device = 0;
+  if (drv.cuDeviceGet(&device, static_cast<int>(m_impl->config.device.value)) == CUDA_SUCCESS)
+    drv.cuDevicePrimaryCtxRelease(device);
+}
+
+llvm::Expected<KernelId> Engine::add_kernel(const KernelDef& def) {
+  std::lock_guard<std::mutex> lock(m_impl->kernels_mutex);
+  uint32_t count = m_impl->kernel_count.load(std::memory_order_relaxed);
+  for (uint32_t index = 0; index < count; ++index)
+    if (m_impl->kernels[index]->def == def)
+      return KernelId{index};
+  if (auto err = def.validate())
+    return err;
+  if (count == k_max_kernels)
+    return make_error(Errc::unsupported, "an engine holds at most {} kernel definitions",
+                      k_max_kernels);
+  auto digest = jit::source_digest(def.source);
+  if (!digest)
+    return make_error(Errc::not_found, "kernel {}: {}", def.id, llvm::toString(digest.takeError()));
+  auto state = std::make_unique<KernelState>();
+  state->def = def;
+  state->source_digest = *digest;
+  m_impl->kernels[count] = std::move(state);
+  m_impl->kernel_count.store(count + 1, std::memory_order_release);
+  return KernelId{count};
+}
+
+const KernelDef& Engine::definition(KernelId kernel) const { return m_impl->kernel(kernel).def; }
+
+llvm::Expected<const Variant*> Engine::prepare(KernelId kernel, llvm::ArrayRef<int64_t> values) {
+  auto slot = m_impl->specialize_and_find(kernel, values);
+  if (!slot)
+    return slot.takeError();
+  return &(*slot)->variant;
+}
+
+llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
+                                                        llvm::ArrayRef<int64_t> values) {
+  const KernelDef& def = this->kernel(kernel).def;
+  if (values.size() != def.params.size()) {
+    counters.requests.fetch_add(1, std::memory_order_relaxed);
+    counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
+                      def.id, def.params.size(), values.size());
+  }
+  std::array<SpecValue, k_max_params> specs;
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto spec = specialize(def.params[i].policy, values[i]);
+    if (!spec) {
+      counters.requests.fetch_add(1, std::memory_order_relaxed);
+      counters.failures.fetch_add(1, std::memory_order_relaxed);
+      return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {}", def.id,
+                        def.params[i].name, llvm::toString(spec.takeError()));
+    }
+    specs[i] = *spec;
+  }
+  return find_or_resolve(kernel, llvm::ArrayRef<SpecValue>(specs.data(), values.size()));
+}
+
+namespace {
+
+// Waits for a slot another thread is resolving; a success is a memory hit.
+llvm::Expected<Slot*> wait_for(Slot& slot, Counters& counters) {
+  std::unique_lock<std::mutex> lock(slot.mutex);
+  slot.changed.wait(lock, [&] { return slot.state.load() != Slot::State::pending; });
+  if (slot.state.load() == Slot::State::failed) {
+    counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return make_error(Errc::unsupported, slot.failure);
+  }
+  counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
+  return &slot;
+}
+
+} // namespace
+
+llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
+                                                           llvm::ArrayRef<SpecValue> specs) {
+  auto slot = m_impl->find_or_resolve(kernel, specs);
+  if (!slot)
+    return slot.takeError();
+  return &(*slot)->variant;
+}
+
+llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
+                                                    llvm::ArrayRef<SpecValue> specs) {
+  counters.requests.fetch_add(1, std::memory_order_relaxed);
+  KernelState& state = this->kernel(kernel);
+  if (specs.size() != state.def.params.size()) {
+    counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
+                      state.def.id, state.def.params.size(), specs.size());
+  }
+  VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
+  for (size_t i = 0; i < specs.size(); ++i)
+    key.words[i] = specs[i].word();
+
+  std::shared_ptr<Slot> slot;
+  {
+    std::shared_lock<std::shared_mutex> lock(slots_mutex);
+    auto it = slots.find(key);
+    if (it != slots.end())
+      slot = it->second;
+  }
+  if (slot) {
+    // The common case: ready, no lock beyond the map's.
+    if (slot->state.load(std::memory_order_acquire) == Slot::State::ready) {
+      counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
+      return slot.get();
+    }
+    return wait_for(*slot, counters);
+  }
+  {
+    std::unique_lock<std::shared_mutex> lock(slots_mutex);
+    auto [it, inserted] = slots.try_emplace(key, nullptr);
+    if (!inserted) {
+      slot = it->second;
+      lock.unlock();
+      return wait_for(*slot, counters);
+    }
+    slot = std::make_shared<Slot>();
+    it->second = slot;
+  }
+  // This thread resolves the variant; no engine-wide lock is held while it compiles.
+  slot->variant.kernel = kernel;
+  llvm::Error err = resolve(state, specs, slot->variant);
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (err) {
+    slot->failure = llvm::toString(std::move(err));
+    slot->state.store(Slot::State::failed, std::memory_order_release);
+    {
+      // Forget the failure, so that a later request tries again.
+      std::unique_lock<std::shared_mutex> map_lock(slots_mutex);
+      slots.erase(key);
+    }
+    slot->changed.notify_all();
+    counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return make_error(Errc::unsupported, slot->failure);
+  }
+  slot->state.store(Slot::State::ready, std::memory_order_release);
+  slot->changed.notify_all();
+  return slot.get();
+}
+
+llvm::Expected<const Variant*> Engine::get(KernelId kernel, llvm::ArrayRef<int64_t> values) {
+  auto slot = m_impl->specialize_and_find(kernel, values);
+  if (!slot)
+    return slot.takeError();
+  // Loading is the only change a slot sees after it is published.
+  if (!(*slot)->loaded.load(std::memory_order_acquire)) {
+    if (auto err = m_impl->load(**slot))
+      return err;
+  } else if (auto err = m_impl->ensure_context()) {
+    return err;
+  }
+  return &(*slot)->variant;
+}
+
+llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& config,
+                                  const void* const* arguments, const size_t* sizes,
+                                  size_t count) {
+  if (variant.function == nullptr)
+    return make_error(Errc::invalid_argument,
+                      "kernel {} variant {} is not loaded: get it with Engine::get() first",
+                      variant.kernel_name, variant.name_expression);
+  bool sizes_match = count == variant.param_sizes.size();
+  for (size_t i = 0; sizes_match && i < count; ++i)
+    sizes_match = sizes[i] == variant.param_sizes[i];
+  if (!sizes_match) {
+    std::string passed, expected;
+    for (size_t i = 0; i < count; ++i)
+      passed += fmt::format("{}{}", i ? "," : "", sizes[i]);
+    for (size_t i = 0; i < variant.param_sizes.size(); ++i)
+      expected += fmt::format("{}{}", i ? "," : "", variant.param_sizes[i]);
+    return make_error(Errc::invalid_argument,
+                      "kernel {} ({}) takes parameters of sizes [{}] bytes; the launch passed [{}]",
+                      variant.kernel_name, variant.name_expression, expected, passed);
+  }
+  const Driver& drv = *driver(); // loaded: the variant has a function
+  if (config.shared_bytes > 48 * 1024) {
+    if (auto err = drv.check(drv.cuFuncSetAttribute(variant.function,
+                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                     static_cast<int>(config.shared_bytes)),
+                             "cuFuncSetAttribute"))
+      return err;
+  }
+  return drv.check(drv.cuLaunchKernel(variant.function, config.grid[0], config.grid[1],
+                                      config.grid[2], config.block[0], config.block[1],
+                                      config.block[2], config.shared_bytes, config.stream,
+                                      const_cast<void**>(arguments), nullptr),
+                   "cuLaunchKernel");
+}
+
+void Engine::seal() { m_impl->sealed.store(true); }
+bool Engine::sealed() const { return m_impl->sealed.load(); }
+
+EngineStats Engine::stats() const {
+  const Counters& c = m_impl->counters;
+  EngineStats stats;
+  stats.requests = c.requests.load();
+  stats.memory_hits = c.memory_hits.load();
+  stats.disk_hits = c.disk_hits.load();
+  stats.compiles = c.compiles.load();
+  stats.failures = c.failures.load();
+  stats.corrupt_entries = c.corrupt_entries.load();
+  stats.write_failures = c.write_failures.load();
+  stats.storms = c.storms.load();
+  return stats;
+}
+
+Arch Engine::arch() const { return m_impl->arch(); }
+const Config& Engine::config() const { return m_impl->config; }
+bool Engine::disk_writable() const { return m_impl->store.writable(); }
+std::string Engine::disk_unusable_reason() const { return m_impl->store.unusable_reason(); }
+llvm::Error Engine::make_context_current() { return m_impl->ensure_context(); }
+
+} // namespace specjit::runtime

@@ -88,14 +88,19 @@ public:
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Registers a definition (validated once). Adding the same id twice returns the first id
-  // when the definitions are equal and an error otherwise.
+  // Registers a definition (validated once). Registering an equal definition again returns the
+  // first id. Definitions that share an id but differ in policies are distinct kernels: the
+  // policies shape the name expression, so their variants never share a key.
   llvm::Expected<KernelId> add_kernel(const KernelDef& def);
   const KernelDef& definition(KernelId kernel) const;
 
   // Makes the variant for these values ready: memory, else disk, else compile. No GPU needed.
   // `values` has one entry per template parameter of the definition.
   llvm::Expected<const Variant*> prepare(KernelId kernel, llvm::ArrayRef<int64_t> values);
+  // The same with the specialization already decided (one SpecValue per template parameter):
+  // `specjit precompile --from-log` replays logged variants through this.
+  llvm::Expected<const Variant*> prepare_specialized(KernelId kernel,
+                                                     llvm::ArrayRef<SpecValue> specs);
   // prepare() + the module loaded on the engine's device.
   llvm::Expected<const Variant*> get(KernelId kernel, llvm::ArrayRef<int64_t> values);
 
@@ -129,8 +134,9 @@ public:
   // that allocate memory next to the engine's launches.
   llvm::Error make_context_current();
 
+  struct Impl; // runtime/engine_impl.h; not part of the API
+
 private:
-  struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
 

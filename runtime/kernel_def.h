@@ -21,6 +21,8 @@ struct ParamDef {
   std::string name; // as shown in variants and logs, e.g. "num_tokens"
   Policy policy;
   ParamEncoding encoding = ParamEncoding::spec_word;
+
+  friend bool operator==(const ParamDef&, const ParamDef&) = default;
 };
 
 struct KernelDef {
@@ -29,6 +31,8 @@ struct KernelDef {
   std::string function;             // e.g. "specjit_kernels::inv_rope_fp8_quant"
   std::vector<ParamDef> params;     // one per template parameter, in order
   std::vector<std::string> options; // extra NVRTC options
+
+  friend bool operator==(const KernelDef&, const KernelDef&) = default;
 
   // Checked once when the engine registers the definition: a raw parameter must be exact or
   // bucketed, names unique and non-empty, the id a plain identifier.

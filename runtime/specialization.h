@@ -19,6 +19,7 @@
 #pragma once
 
 #include <llvm/Support/Error.h>
+#include <llvm/Support/JSON.h>
 
 #include <cstdint>
 #include <string>
@@ -36,6 +37,8 @@ struct Policy {
   std::vector<int64_t> buckets; // bucketed: ascending upper bounds; empty means powers of two
   int64_t divisor = 0;          // divisibility
   bool special_one = false;     // divisibility: a separate variant for the value 1
+
+  friend bool operator==(const Policy&, const Policy&) = default;
 
   static Policy dynamic() { return {}; }
   static Policy exact() { return {PolicyKind::exact, {}, 0, false}; }
@@ -68,6 +71,10 @@ struct SpecValue {
   int64_t raw() const { return argument; }
   // How the variant object shows it: 62 (exact), "dynamic", "<=64" (bucket), "%16", "any", "1".
   std::string describe() const;
+  // Inverse of describe() given the JSON value (a number or one of the strings above).
+  static llvm::Expected<SpecValue> parse(const llvm::json::Value& described);
+  // Inverse of word().
+  static llvm::Expected<SpecValue> from_word(int64_t word);
 };
 
 // Maps a call's value to its specialization. Values must be >= 0 and < 10^12.

@@ -1,0 +1,36 @@
+#include "runtime/builtin_kernels.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+namespace specjit::runtime {
+
+KernelDef scale_tokens_kernel(Policy num_tokens_policy) {
+  return KernelDef{"scale_tokens",
+                   "test/scale_tokens.cu",
+                   "specjit_kernels::scale_tokens",
+                   {{"cols", Policy::exact(), ParamEncoding::raw},
+                    {"num_tokens", std::move(num_tokens_policy), ParamEncoding::spec_word}},
+                   {}};
+}
+
+llvm::ArrayRef<KernelDef> builtin_kernels() {
+  static const std::vector<KernelDef> kernels = {scale_tokens_kernel()};
+  return kernels;
+}
+
+const KernelDef* find_builtin_kernel(llvm::StringRef id) {
+  for (const KernelDef& def : builtin_kernels())
+    if (def.id == id)
+      return &def;
+  return nullptr;
+}
+
+std::vector<VariantRequest> default_variants() {
+  std::vector<VariantRequest> requests;
+  // The test kernel at the width the engine's tests and benchmarks use; num_tokens is dynamic,
+  // so any value stands for every value.
+  requests.push_back({scale_tokens_kernel(), {128, 1}});
+  return requests;
+}
+
+} // namespace specjit::runtime

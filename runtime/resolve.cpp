@@ -1,0 +1,323 @@
+// The Engine's slow path: a variant missing from memory is read from the disk layers, or
+// compiled (and published), and every step is written to the recompilation log.
+#include "runtime/engine_impl.h"
+
+#include "jit/compiler.h"
+#include "support/error.h"
+#include "support/logging.h"
+
+#include <chrono>
+#include <fmt/format.h>
+
+namespace specjit::runtime {
+
+namespace {
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> specs) {
+  std::string text = def.function + "<";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (i > 0)
+      text += ", ";
+    if (def.params[i].encoding == ParamEncoding::raw)
+      text += std::to_string(specs[i].raw());
+    else
+      text += std::to_string(specs[i].word()) + "LL";
+  }
+  return text + ">";
+}
+
+llvm::json::Value describe(const ParamDef& param, const SpecValue& spec) {
+  if (param.encoding == ParamEncoding::raw || spec.kind == SpecKind::exact)
+    return spec.argument;
+  return spec.describe();
+}
+
+llvm::json::Object variant_object(const KernelDef& def, llvm::ArrayRef<SpecValue> specs) {
+  llvm::json::Object object;
+  for (size_t i = 0; i < specs.size(); ++i)
+    object[def.params[i].name] = describe(def.params[i], specs[i]);
+  return object;
+}
+
+llvm::json::Object policies_object(const KernelDef& def) {
+  llvm::json::Object object;
+  for (const ParamDef& param : def.params)
+    object[param.name] = param.policy.name();
+  return object;
+}
+
+std::string value_text(const llvm::json::Value* value) {
+  if (value == nullptr)
+    return "(none)";
+  if (auto text = value->getAsString())
+    return text->str();
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << *value;
+  return os.str();
+}
+
+struct Explanation {
+  std::string reason;
+  llvm::json::Array diff;
+};
+
+// Explains a compile against the nearest variant of the same kernel this process knows of
+// (from the disk layers, loaded once per kernel, and its own compiles).
+Explanation explain(const KernelState& kernel, const cache::CacheKeyInputs& requested,
+                    const llvm::json::Object& variant, bool corrupt) {
+  Explanation result;
+  const KnownVariant* nearest = nullptr;
+  std::vector<cache::ComponentDiff> nearest_diff;
+  for (const KnownVariant& known : kernel.known) {
+    std::vector<cache::ComponentDiff> diff = cache::diff_components(known.inputs, requested);
+    if (nearest == nullptr || diff.size() <= nearest_diff.size()) {
+      nearest = &known;
+      nearest_diff = std::move(diff);
+    }
+  }
+  if (nearest == nullptr) {
+    result.reason = corrupt ? "corrupt_entry" : "first_use";
+    return result;
+  }
+  bool source = false, options = false, compiler = false;
+  for (const cache::ComponentDiff& d : nearest_diff) {
+    source |= d.component == "source_digest";
+    options |= d.component == "options";
+    compiler |= d.component == "nvrtc_version";
+    if (d.component != "name_expression") {
+      result.diff.push_back(llvm::json::Object{
+          {"component", d.component}, {"cached", d.cached}, {"requested", d.requested}});
+      continue;
+    }
+    // A different name expression means different template arguments: name them.
+    for (const auto& [name, value] : variant) {
+      const llvm::json::Value* cached = nearest->variant.get(name);
+      if (cached != nullptr && value_text(cached) == value_text(&value))
+        continue;
+      std::string policy;
+      for (const ParamDef& param : kernel.def.params)
+        if (param.name == name.str())
+          policy = param.policy.name();
+      result.diff.push_back(llvm::json::Object{{"component", name.str()},
+                                               {"cached", value_text(cached)},
+                                               {"requested", value_text(&value)},
+                                               {"policy", policy}});
+    }
+  }
+  result.reason = corrupt      ? "corrupt_entry"
+                  : source     ? "source_changed"
+                  : options    ? "options_changed"
+                  : compiler   ? "compiler_changed"
+                               : "new_variant";
+  return result;
+}
+
+} // namespace
+
+namespace {
+
+struct Request {
+  KernelState& kernel;
+  cache::CacheKeyInputs inputs;
+  Digest128 key;
+  llvm::json::Object variant;
+  llvm::ArrayRef<SpecValue> specs;
+};
+
+llvm::json::Object event_base(llvm::StringRef name, const Request& request) {
+  return llvm::json::Object{{"event", name.str()},
+                            {"kernel", request.kernel.def.id},
+                            {"variant", llvm::json::Object(request.variant)},
+                            {"key", request.key.hex()}};
+}
+
+} // namespace
+
+// Remembers a variant for explanations and counts distinct values of exact parameters; emits a
+// storm event the first time one parameter passes the threshold.
+static void note_variant(Engine::Impl& engine, const Request& request) {
+  KernelState& kernel = request.kernel;
+  std::vector<std::pair<std::string, size_t>> storms;
+  {
+    std::lock_guard<std::mutex> lock(kernel.mutex);
+    kernel.known.push_back({request.inputs, llvm::json::Object(request.variant)});
+    for (size_t i = 0; i < request.specs.size(); ++i) {
+      const ParamDef& param = kernel.def.params[i];
+      if (param.policy.kind != PolicyKind::exact)
+        continue;
+      auto& values = kernel.exact_values[param.name];
+      values.insert(request.specs[i].argument);
+      if (values.size() > static_cast<size_t>(engine.config.storm_threshold.value) &&
+          kernel.storm_reported.insert(param.name).second)
+        storms.emplace_back(param.name, values.size());
+    }
+  }
+  for (auto& [param, count] : storms) {
+    engine.counters.storms.fetch_add(1, std::memory_order_relaxed);
+    llvm::json::Object event = event_base("storm", request);
+    event["param"] = param;
+    event["distinct_values"] = static_cast<int64_t>(count);
+    event["suggestion"] = fmt::format("declare {} dynamic or bucketed", param);
+    engine.log.write(std::move(event));
+    log_warning(llvm::Twine("kernel ") + kernel.def.id + ": parameter " + param + " has taken " +
+                llvm::Twine(count) + " distinct values under policy exact (a recompile storm); " +
+                "declare it dynamic or bucketed");
+  }
+}
+
+static void load_index(Engine::Impl& engine, KernelState& kernel) {
+  std::lock_guard<std::mutex> lock(kernel.mutex);
+  if (kernel.index_loaded)
+    return;
+  kernel.index_loaded = true;
+  for (cache::ListedEntry& entry : engine.store.list(llvm::StringRef(kernel.def.id)))
+    if (entry.metadata)
+      kernel.known.push_back({entry.metadata->key_inputs, std::move(entry.metadata->variant)});
+}
+
+// Looks the key up in the disk layers. Corrupt entries met on the way are counted and logged.
+static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out, bool& corrupt) {
+  auto start = std::chrono::steady_clock::now();
+  cache::LookupResult result = engine.store.lookup(request.key, request.kernel.def.id);
+  for (const cache::CorruptFinding& finding : result.corrupt) {
+    corrupt = true;
+    engine.counters.corrupt_entries.fetch_add(1, std::memory_order_relaxed);
+    llvm::json::Object event = event_base("entry_corrupt", request);
+    event["path"] = finding.path;
+    event["detail"] = fmt::format("{}: {}", cache::entry_fault_name(finding.fault).str(),
+                                  finding.detail);
+    event["moved_aside"] = finding.moved_aside;
+    engine.log.write(std::move(event));
+  }
+  if (!result.hit)
+    return false;
+  const cache::DecodedEntry& entry = result.hit->entry;
+  out.cubin = entry.cubin.str();
+  out.lowered_name = entry.metadata.lowered_name;
+  out.registers = entry.metadata.registers;
+  out.spill_bytes = entry.metadata.spill_bytes;
+  out.shared_bytes = entry.metadata.shared_bytes;
+  out.compile_ms = entry.metadata.compile_ms;
+  out.source = VariantSource::disk;
+  engine.counters.disk_hits.fetch_add(1, std::memory_order_relaxed);
+  llvm::json::Object event = event_base("disk_hit", request);
+  event["ms"] = milliseconds_since(start);
+  event["layer"] = static_cast<int64_t>(result.hit->location.layer);
+  engine.log.write(std::move(event));
+  note_variant(engine, request);
+  return true;
+}
+
+static cache::EntryMetadata metadata_for(const Request& request, const jit::CompiledKernel& c) {
+  cache::EntryMetadata metadata;
+  metadata.key_inputs = request.inputs;
+  metadata.variant = llvm::json::Object(request.variant);
+  metadata.policies = policies_object(request.kernel.def);
+  metadata.lowered_name = c.lowered_name;
+  metadata.compile_ms = c.compile_ms;
+  metadata.registers = c.resources.registers;
+  metadata.spill_bytes = c.resources.spill_bytes();
+  metadata.shared_bytes = c.resources.shared_bytes;
+  metadata.warnings = c.resources.warnings;
+  metadata.created = utc_timestamp_now();
+  return metadata;
+}
+
+llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs,
+                                  Variant& out) {
+  const KernelDef& def = kernel.def;
+  jit::CompileRequest compile_request{def.source, name_expression(def, specs), def.options, arch()};
+  cache::CacheKeyInputs inputs{def.id,
+                               kernel.source_digest,
+                               compile_request.name_expression,
+                               jit::effective_options(compile_request),
+                               jit::nvrtc_version().name(),
+                               compile_request.arch,
+                               k_policy_version,
+                               cache::k_entry_format_version};
+  Request request{kernel, inputs, cache::cache_key(inputs), variant_object(def, specs), specs};
+  out.kernel_name = def.id;
+  out.name_expression = compile_request.name_expression;
+  out.key = request.key;
+  out.variant = llvm::json::Object(request.variant);
+
+  bool corrupt = false;
+  if (try_disk(*this, request, out, corrupt))
+    return llvm::Error::success();
+  // Another process may be compiling this key: wait for it, then look again. Only an
+  // optimisation: without the lock both compile and publish identical bytes.
+  cache::CompileLock lock = store.writable() ? store.lock_for_compile(request.key)
+                                             : cache::CompileLock();
+  if (lock.acquired() && try_disk(*this, request, out, corrupt))
+    return llvm::Error::success();
+
+  std::string phase = sealed.load() ? "serving" : "warmup";
+  if (sealed.load() && config.strict.value == StrictMode::error) {
+    llvm::json::Object event = event_base("compile_failed", request);
+    event["log"] = "refused: the engine is sealed and SPECJIT_STRICT=error";
+    event["phase"] = phase;
+    log.write(std::move(event));
+    return make_error(Errc::strict_violation,
+                      "kernel {} variant {} is not in the cache and the engine is sealed "
+                      "(SPECJIT_STRICT=error): precompile it into the image",
+                      def.id, out.name_expression);
+  }
+  if (sealed.load() && config.strict.value == StrictMode::warn)
+    log_warning(llvm::Twine("compiling kernel ") + def.id + " variant " + out.name_expression +
+                " after the engine was sealed");
+
+  load_index(*this, kernel);
+  Explanation explanation;
+  {
+    std::lock_guard<std::mutex> guard(kernel.mutex);
+    explanation = explain(kernel, inputs, request.variant, corrupt);
+  }
+  auto compiled = jit::compile(compile_request);
+  if (!compiled) {
+    std::string message = llvm::toString(compiled.takeError());
+    llvm::json::Object event = event_base("compile_failed", request);
+    event["log"] = message.size() > 4000 ? message.substr(0, 4000) + "..." : message;
+    event["phase"] = phase;
+    log.write(std::move(event));
+    return make_error(Errc::unsupported, "kernel {} variant {}: {}", def.id, out.name_expression,
+                      message);
+  }
+  cache::EntryMetadata metadata = metadata_for(request, *compiled);
+  if (store.writable()) {
+    std::string bytes = cache::encode_entry(request.key, compiled->cubin, metadata);
+    if (auto err = store.publish(request.key, def.id, bytes)) {
+      counters.write_failures.fetch_add(1, std::memory_order_relaxed);
+      llvm::json::Object event = event_base("write_failed", request);
+      event["path"] = store.entry_path(request.key, def.id);
+      event["detail"] = llvm::toString(std::move(err));
+      log.write(std::move(event));
+    }
+  }
+  out.cubin = std::move(compiled->cubin);
+  out.lowered_name = compiled->lowered_name;
+  out.registers = metadata.registers;
+  out.spill_bytes = metadata.spill_bytes;
+  out.shared_bytes = metadata.shared_bytes;
+  out.compile_ms = compiled->compile_ms;
+  out.source = VariantSource::compiled;
+  counters.compiles.fetch_add(1, std::memory_order_relaxed);
+
+  llvm::json::Object event = event_base("compile", request);
+  event["ms"] = compiled->compile_ms;
+  event["arch"] = compile_request.arch.name();
+  event["nvrtc"] = inputs.nvrtc_version;
+  event["reason"] = explanation.reason;
+  event["diff"] = std::move(explanation.diff);
+  event["phase"] = phase;
+  log.write(std::move(event));
+  note_variant(*this, request);
+  return llvm::Error::success();
+}
+
+} // namespace specjit::runtime
