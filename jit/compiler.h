@@ -12,9 +12,12 @@
 namespace specjit::jit {
 
 struct CompileRequest {
-  std::string source;               // embedded file name, e.g. "test/scale_tokens.cu"
-  std::string name_expression;      // e.g. "specjit_kernels::scale_tokens<128, 0>"
-  std::vector<std::string> options; // extra NVRTC options, e.g. "-DFOO=1"; no arch, no -I
+  std::string source;          // embedded file name, e.g. "test/scale_tokens.cu"
+  std::string name_expression; // e.g. "specjit_kernels::scale_tokens<128, 0LL>"
+  // Extra NVRTC options, e.g. "-DFOO=1", "--use_fast_math". No architecture and no include
+  // paths: compile() rejects them (Errc::invalid_argument), the arch comes from `arch` and
+  // headers only from the embedded sources.
+  std::vector<std::string> options;
   Arch arch;
 };
 
@@ -25,7 +28,10 @@ struct ResourceUsage {
   int spill_load_bytes = 0;
   int shared_bytes = 0; // static shared memory
   int stack_bytes = 0;
-  std::vector<std::string> warnings; // ptxas warning lines, e.g. C7515 diagnostics
+  // ptxas diagnostics for this kernel, verbatim: "ptxas warning" lines and coded
+  // "ptxas info : (C75xx) ..." lines (NVRTC 13's ptxas reports wgmma serialization, C7511 /
+  // C7515, at info level).
+  std::vector<std::string> warnings;
 
   int spill_bytes() const { return spill_store_bytes + spill_load_bytes; }
 };
@@ -41,26 +47,39 @@ struct CompiledKernel {
 struct NvrtcVersion {
   int major = 0;
   int minor = 0;
+  friend bool operator==(const NvrtcVersion&, const NvrtcVersion&) = default;
   std::string name() const; // "13.0"
 };
+// The linked NVRTC's version (asked once per process).
 NvrtcVersion nvrtc_version();
 
-// The options specjit always passes (language standard, arch, ptxas verbosity, ...) followed by
-// the request's own. The cache key hashes this list sorted, so option order never matters.
+// The options specjit always passes, in this order:
+//   --std=c++20  --gpu-architecture=<arch.name()>  --ptxas-options=--verbose  -default-device
+// followed by the request's own, unchanged. Deterministic: the same request gives the same
+// list. The cache key hashes this list sorted, so option order never matters.
 std::vector<std::string> effective_options(const CompileRequest& request);
 
-// Compiles. Failures are a CompileError carrying NVRTC's result, log, options and arch.
+// Compiles. Failures of NVRTC are a CompileError carrying NVRTC's result, log, options and
+// arch; an unknown source or a missing include is a SpecjitError (Errc::not_found), a forbidden
+// option one with Errc::invalid_argument.
 llvm::Expected<CompiledKernel> compile(const CompileRequest& request);
+
+// The first `max_lines` lines of an NVRTC log, with a note of how many were left out; for error
+// messages and the compile_failed event.
+std::string trim_log(llvm::StringRef log, size_t max_lines = 20);
 
 class CompileError : public llvm::ErrorInfo<CompileError> {
 public:
   static char ID;
-  CompileError(std::string stage, int nvrtc_result, std::string log, std::vector<std::string> options,
-               Arch arch, std::string name_expression);
-  const std::string& nvrtc_log() const { return m_log; }
-  int nvrtc_result() const { return m_result; }
+  CompileError(std::string stage, int nvrtc_result, std::string log,
+               std::vector<std::string> options, Arch arch, std::string name_expression);
+  const std::string& stage() const { return m_stage; }
+  const std::string& nvrtc_log() const { return m_log; } // full, untrimmed
+  int nvrtc_result() const { return m_result; }          // an nvrtcResult
   const std::vector<std::string>& options() const { return m_options; }
   Arch arch() const { return m_arch; }
+  const std::string& name_expression() const { return m_name_expression; }
+  // "<stage> failed (<NVRTC error name>) for <name expression> on <arch>: <trimmed log>"
   void log(llvm::raw_ostream& os) const override;
   std::error_code convertToErrorCode() const override;
 

@@ -1,0 +1,6 @@
+// Test-only header for relative_include.cu.
+#pragma once
+
+namespace specjit_kernels {
+constexpr int k_relative_helper_value = 3;
+} // namespace specjit_kernels
