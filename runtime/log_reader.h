@@ -31,6 +31,7 @@ struct LoggedDiff {
   std::string component;
   std::string cached;
   std::string requested;
+  std::string policy; // for a template parameter: its policy, e.g. "exact"
 };
 
 struct LogEvent {

@@ -1,0 +1,33 @@
+// What `log` and `why` share: finding the log, reading it with the --kernel / --since filters,
+// and printing time stamps.
+#pragma once
+
+#include "cli.h"
+
+#include "runtime/log_reader.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specjit::cli {
+
+struct LoadedLog {
+  std::vector<runtime::LogEvent> events; // in file order, filtered
+  size_t bad_lines = 0;
+};
+
+// --file, else the configured log path; an error when logging is off and no file is given.
+llvm::Expected<std::string> log_file(const Context& context);
+// "2026-11-29T16:00:00Z" or an age before now ("90s", "30m", "2h", "1d"), in microseconds.
+llvm::Expected<int64_t> parse_since(llvm::StringRef text);
+// k_exit_usage (after the message) when --since is given and does not parse, else k_exit_ok.
+int check_since(const Context& context);
+// Reads the log, keeping events of --kernel (when given) at or after `since` (when given).
+llvm::Expected<LoadedLog> load_log(const Context& context, const std::string& path);
+// Microseconds since the epoch as "2026-11-29T16:26:23Z".
+std::string format_micros(int64_t micros);
+
+Command why_command();
+
+} // namespace specjit::cli

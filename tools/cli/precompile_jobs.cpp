@@ -1,0 +1,177 @@
+#include "precompile_jobs.h"
+
+#include "runtime/builtin_kernels.h"
+#include "runtime/log_reader.h"
+#include "runtime/manifest.h"
+
+#include "support/error.h"
+
+#include <llvm/ADT/bit.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace specjit::cli {
+namespace {
+
+class Planner {
+public:
+  Planner(const std::vector<std::optional<Arch>>& arches, PlannedJobs& plan)
+      : m_arches(arches), m_plan(plan) {}
+
+  size_t target_index(const std::optional<Arch>& arch) {
+    for (size_t i = 0; i < m_plan.targets.size(); ++i)
+      if (m_plan.targets[i] == arch)
+        return i;
+    m_plan.targets.push_back(arch);
+    return m_plan.targets.size() - 1;
+  }
+
+  // The targets a job goes to: every --arch, else `fallback`.
+  std::vector<size_t> targets_for(const std::optional<Arch>& fallback) {
+    std::vector<size_t> indices;
+    if (m_arches.empty())
+      indices.push_back(target_index(fallback));
+    for (const std::optional<Arch>& arch : m_arches)
+      indices.push_back(target_index(arch));
+    return indices;
+  }
+
+  // Adds the job once per target; a variant already planned for a target is skipped.
+  void add(const Job& job, const std::vector<size_t>& targets) {
+    for (size_t target : targets) {
+      std::string identity = fmt::format("{}|{}|{}", target, job.def.id, job.label);
+      for (const runtime::ParamDef& param : job.def.params)
+        identity += "|" + param.policy.name();
+      if (!m_seen.insert(identity).second)
+        continue;
+      Job copy = job;
+      copy.target = target;
+      m_plan.jobs.push_back(std::move(copy));
+    }
+  }
+
+private:
+  const std::vector<std::optional<Arch>>& m_arches;
+  PlannedJobs& m_plan;
+  std::set<std::string> m_seen;
+};
+
+std::string label_of(const runtime::VariantRequest& request) {
+  std::string label;
+  for (size_t p = 0; p < request.def.params.size() && p < request.values.size(); ++p)
+    label += fmt::format("{}{}={}", label.empty() ? "" : ", ", request.def.params[p].name,
+                         request.values[p]);
+  return label;
+}
+
+llvm::Error add_manifest(const std::string& path, Planner& planner) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return make_error(Errc::io, "cannot read manifest {}: {}", path, buffer.getError().message());
+  auto requests = runtime::parse_manifest((*buffer)->getBuffer(), path);
+  if (!requests)
+    return requests.takeError();
+  std::vector<size_t> targets = planner.targets_for(std::nullopt);
+  for (const runtime::VariantRequest& request : *requests)
+    planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
+  return llvm::Error::success();
+}
+
+// The log records each variant's specialization but not the policy that chose it; any policy
+// that yields the same specialization gives the same name expression, hence the same key.
+runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy& current) {
+  using runtime::Policy;
+  using runtime::PolicyKind;
+  switch (spec.kind) {
+  case runtime::SpecKind::dynamic: return Policy::dynamic();
+  case runtime::SpecKind::exact: return Policy::exact();
+  case runtime::SpecKind::bucketed:
+    if (current.kind == PolicyKind::bucketed)
+      return current;
+    return llvm::isPowerOf2_64(static_cast<uint64_t>(spec.argument))
+               ? Policy::bucketed_pow2()
+               : Policy::bucketed({spec.argument});
+  case runtime::SpecKind::divisible:
+    return current.kind == PolicyKind::divisibility ? current : Policy::divisibility(spec.argument);
+  case runtime::SpecKind::not_divisible:
+    return current.kind == PolicyKind::divisibility ? current : Policy::divisibility(16);
+  case runtime::SpecKind::one:
+    return current.kind == PolicyKind::divisibility ? current : Policy::triton();
+  }
+  return current;
+}
+
+llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const std::string& where) {
+  std::optional<runtime::KernelDef> def = runtime::find_kernel_definition(event.kernel);
+  if (!def)
+    return make_error(Errc::invalid_argument, "{}: unknown kernel '{}'", where, event.kernel);
+  Job job{*def, {}, std::vector<runtime::SpecValue>{}, 0, runtime::describe_variant(event.variant)};
+  for (runtime::ParamDef& param : job.def.params) {
+    const llvm::json::Value* value = event.variant.get(param.name);
+    if (value == nullptr)
+      return make_error(Errc::invalid_argument, "{}: variant of '{}' lacks parameter '{}'", where,
+                        event.kernel, param.name);
+    auto spec = runtime::SpecValue::parse(*value);
+    if (!spec)
+      return make_error(Errc::invalid_argument, "{}: parameter '{}': {}", where, param.name,
+                        llvm::toString(spec.takeError()));
+    param.policy = policy_for(*spec, param.policy);
+    job.specs->push_back(*spec);
+  }
+  if (auto err = job.def.validate())
+    return make_error(Errc::invalid_argument, "{}: {}", where, llvm::toString(std::move(err)));
+  return job;
+}
+
+llvm::Error add_log(const std::string& path, Planner& planner) {
+  auto log = runtime::read_log(path);
+  if (!log)
+    return log.takeError();
+  for (const runtime::LogEvent& event : log->events) {
+    if (event.kind != runtime::EventKind::compile && event.kind != runtime::EventKind::disk_hit)
+      continue;
+    std::string where = fmt::format("{}:{}", path, event.line);
+    auto job = replay_job(event, where);
+    if (!job)
+      return job.takeError();
+    // Replay for the architecture the run used, unless --arch says otherwise.
+    std::optional<Arch> arch;
+    if (!event.arch.empty()) {
+      auto parsed = Arch::parse(event.arch);
+      if (!parsed)
+        return make_error(Errc::invalid_argument, "{}: {}", where,
+                          llvm::toString(parsed.takeError()));
+      arch = *parsed;
+    }
+    planner.add(*job, planner.targets_for(arch));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Arch>>& arches,
+                      PlannedJobs& plan) {
+  Planner planner(arches, plan);
+  std::vector<std::string> manifests = context.args.all("--manifest");
+  std::vector<std::string> logs = context.args.all("--from-log");
+  for (const std::string& path : manifests)
+    if (auto err = add_manifest(path, planner))
+      return err;
+  for (const std::string& path : logs)
+    if (auto err = add_log(path, planner))
+      return err;
+  if (manifests.empty() && logs.empty()) {
+    std::vector<size_t> targets = planner.targets_for(std::nullopt);
+    for (const runtime::VariantRequest& request : runtime::default_variants())
+      planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
+  }
+  if (plan.targets.empty()) // an empty manifest still reports the engine's architecture
+    planner.targets_for(std::nullopt);
+  return llvm::Error::success();
+}
+
+} // namespace specjit::cli
