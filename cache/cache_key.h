@@ -19,13 +19,13 @@ namespace specjit::cache {
 inline constexpr uint32_t k_entry_format_version = 1;
 
 struct CacheKeyInputs {
-  std::string kernel;                // kernel id, e.g. "inv_rope_fp8_quant"
-  Digest128 source_digest;           // source + every project header it includes
-  std::string name_expression;       // with template arguments
-  std::vector<std::string> options;  // NVRTC options; hashed sorted (order never matters)
-  std::string nvrtc_version;         // "13.0"
+  std::string kernel;               // kernel id, e.g. "inv_rope_fp8_quant"
+  Digest128 source_digest;          // source + every project header it includes
+  std::string name_expression;      // with template arguments
+  std::vector<std::string> options; // NVRTC options; hashed sorted (order never matters)
+  std::string nvrtc_version;        // "13.0"
   Arch arch;
-  uint32_t policy_version = 0;       // version of the specialization policy encoding
+  uint32_t policy_version = 0; // version of the specialization policy encoding
   uint32_t format_version = k_entry_format_version;
 
   friend bool operator==(const CacheKeyInputs&, const CacheKeyInputs&) = default;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specjit::cache {
@@ -80,7 +81,7 @@ private:
 struct ListedEntry {
   EntryLocation location;
   std::string kernel;
-  std::optional<Digest128> key;          // from the file name
+  std::optional<Digest128> key; // from the file name
   uint64_t bytes = 0;
   int64_t last_use_seconds = 0;          // mtime, seconds since the epoch
   std::optional<EntryMetadata> metadata; // nullopt when the entry does not decode
@@ -92,6 +93,14 @@ struct PruneResult {
   uint64_t bytes_after = 0;
 };
 
+// What the construction-time checks of the root found (H1). Decided once: a store never
+// changes its mind while running (a failing write is reported by publish, nothing more).
+enum class RootState {
+  writable,  // read and written
+  read_only, // cannot be created or written (EACCES, EROFS, ENOTDIR...): read, never written
+  refused,   // unsafe (another owner, world-writable without sticky bit) or unset: not touched
+};
+
 class DiskStore {
 public:
   explicit DiskStore(StoreOptions options);
@@ -100,6 +109,9 @@ public:
   // False when the root cannot be used for writing; unusable_reason() says why.
   bool writable() const { return m_unusable_reason.empty(); }
   const std::string& unusable_reason() const { return m_unusable_reason; }
+  RootState root_state() const { return m_root_state; }
+  // False when the root is refused: lookups and listings then see only the read-only layers.
+  bool root_readable() const { return m_root_state != RootState::refused; }
 
   std::string entry_path(const Digest128& key, llvm::StringRef kernel) const;
 
@@ -133,6 +145,7 @@ public:
 private:
   StoreOptions m_options;
   std::string m_unusable_reason;
+  RootState m_root_state = RootState::writable;
 };
 
 } // namespace specjit::cache

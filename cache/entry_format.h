@@ -47,13 +47,13 @@ llvm::json::Object to_json(const EntryMetadata& metadata);
 llvm::Expected<EntryMetadata> metadata_from_json(llvm::StringRef text);
 
 enum class EntryFault {
-  truncated,           // shorter than the header or than the header's sizes
+  truncated, // shorter than the header or than the header's sizes
   bad_magic,
   unsupported_version, // a format version this build does not read
   bad_lengths,         // header size or lengths absurd or inconsistent with the file size
   checksum_mismatch,
-  key_mismatch,        // the header's key is not the key asked for (C2: copied under a new name)
-  bad_metadata,        // metadata is not valid JSON or does not match the key
+  key_mismatch, // the header's key is not the key asked for (C2: copied under a new name)
+  bad_metadata, // metadata is not valid JSON or does not match the key
 };
 llvm::StringRef entry_fault_name(EntryFault fault);
 
@@ -72,7 +72,8 @@ private:
   std::string m_detail;
 };
 
-std::string encode_entry(const Digest128& key, llvm::StringRef cubin, const EntryMetadata& metadata);
+std::string encode_entry(const Digest128& key, llvm::StringRef cubin,
+                         const EntryMetadata& metadata);
 
 struct DecodedEntry {
   Digest128 key;

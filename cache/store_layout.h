@@ -1,0 +1,96 @@
+// Internal to cache/: where the disk store keeps things (disk_store.h draws the tree), the
+// root safety checks, directory creation that never follows a link, and directory scans.
+#pragma once
+
+#include "cache/disk_store.h"
+#include "cache/file_io.h"
+
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specjit::cache {
+
+inline constexpr llvm::StringLiteral k_entry_suffix = ".sjc";
+
+// The tree of one layer: <layer>/v1/...
+class LayerPaths {
+public:
+  explicit LayerPaths(llvm::StringRef layer_root);
+  const std::string& base() const { return m_base; } // <layer>/v1
+  std::string entries() const { return m_base + "/entries"; }
+  std::string tmp() const { return m_base + "/tmp"; }
+  std::string corrupt() const { return m_base + "/corrupt"; }
+  std::string locks() const { return m_base + "/locks"; }
+  std::string kernel_dir(llvm::StringRef kernel) const;
+  std::string entry(const Digest128& key, llvm::StringRef kernel) const;
+  std::string lock(const Digest128& key) const;
+
+private:
+  std::string m_base;
+};
+
+struct Layer {
+  size_t index; // 0: the root; i: readonly_layers[i - 1]
+  LayerPaths paths;
+};
+// The layers a read may look at, in search order: the root unless it is refused, then the
+// read-only layers.
+std::vector<Layer> readable_layers(const StoreOptions& options, bool root_readable);
+
+// A verification failure as reported to callers (the entry is not moved here).
+CorruptFinding finding_from(const std::string& path, llvm::Error error);
+
+// Kernel ids become directory names: anything but [A-Za-z0-9_.-] (and a leading dot) becomes
+// '_', so no id can climb out of entries/ or hide. Collisions are harmless: the key, which
+// names the file, covers the real id.
+std::string kernel_dir_name(llvm::StringRef kernel);
+
+struct RootCheck {
+  RootState state = RootState::writable;
+  std::string reason; // empty when writable
+};
+// The H1 checks: ownership and world-writability of the root (and of <root>/v1), then whether
+// it can be created or written.
+RootCheck check_root(const std::string& root);
+
+// Creates the root and its missing parents (the root path itself may go through links the user
+// set up), then each of `dirs` in order, which must be real directories: a link or a file in
+// their place is an error, never followed.
+llvm::Error ensure_directories(const std::string& root, llvm::ArrayRef<std::string> dirs);
+
+// True when every directory from <layer>/v1 down to the kernel's directory is a real directory
+// (not a link), so that opening the entry with O_NOFOLLOW cannot be redirected either.
+bool real_directory_chain(const LayerPaths& layer, llvm::StringRef kernel);
+
+struct FileInfo {
+  std::string path;
+  std::string name;
+  std::string dir_name; // the directory holding it (the kernel directory for entries)
+  uint64_t bytes = 0;
+  int64_t mtime_ns = 0;
+};
+// Entries ("*.sjc" regular files) of a layer, of every kernel or of one.
+std::vector<FileInfo> scan_entries(const LayerPaths& layer, std::optional<llvm::StringRef> kernel);
+// Every non-directory in `dir` (links included, as links), for sweeping.
+std::vector<FileInfo> scan_files(const std::string& dir);
+
+enum class ReadStatus { ok, missing, not_regular, too_large, io_error };
+struct ReadFile {
+  ReadStatus status = ReadStatus::missing;
+  int err = 0;
+  std::unique_ptr<llvm::WritableMemoryBuffer> bytes;
+  UniqueFd fd; // still open on success, for refreshing the time stamp without a path
+  int64_t mtime_ns = 0;
+};
+// Reads a whole entry file, never following a link, never reading more than the file's size or
+// k_max_entry_bytes, whichever is smaller.
+ReadFile read_entry_file(const std::string& path);
+
+// A name part no other writer (thread or process, on any host sharing the directory) picks.
+std::string unique_suffix();
+int64_t now_ns();
+
+} // namespace specjit::cache
