@@ -89,7 +89,9 @@ LookupResult DiskStore::lookup(const Digest128& key, llvm::StringRef kernel) {
       error = decoded.takeError();
     }
     CorruptFinding finding = finding_from(location.path, std::move(error));
-    finding.moved_aside = !location.readonly() && quarantine(location);
+    // Another process may have published a good entry over the bad one since we read it.
+    finding.moved_aside =
+        !location.readonly() && same_file(file, location.path) && quarantine(location);
     result.corrupt.push_back(std::move(finding));
   }
   return result;

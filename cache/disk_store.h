@@ -1,6 +1,8 @@
 // The layered on-disk cache: one writable root, then read-only base layers searched in order.
 //
-//   <root>/v1/entries/<kernel>/<key hex>.sjc   published entries (entry_format.h)
+//   <root>/v1/entries/<kernel>/<key hex>.sjc   published entries (entry_format.h); <kernel> is
+//                                              the id with anything but [A-Za-z0-9_.-] (and a
+//                                              leading dot) replaced by '_'
 //   <root>/v1/tmp/                             temp files of writers in flight
 //   <root>/v1/corrupt/                         entries that failed verification, moved aside
 //   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
@@ -8,10 +10,12 @@
 // Promises (../shared/RELIABILITY.md): a lookup returns only verified bytes; a fault is a miss,
 // never an error to the caller; publish is write-temp + fsync + rename in the root's file
 // system; read-only layers are never written (no locks, no stamps, no quarantine); symbolic
-// links are never followed. A root that cannot be written (permissions, read-only file system)
-// is still read but never written; a root that is unsafe (owned by another user, or
-// world-writable without the sticky bit) is neither read nor written (H1). Either way the
-// engine keeps compiled variants in memory only.
+// links are never followed below a layer's root (the root path itself may be a link the user
+// set up, e.g. ~/.cache on another disk). A root that cannot be written (permissions,
+// read-only file system) is still read but never written; a root that is unsafe (owned by
+// another user, or world-writable without the sticky bit, itself or its v1/) is neither read
+// nor written (H1). Either way the engine keeps compiled variants in memory only.
+// All file-system calls go through cache/file_io.h, where tests inject faults.
 // Last use is the entry's mtime, refreshed by hits at most once a minute: eviction never
 // depends on atime. Thread-safe; many processes may share one root.
 #pragma once
@@ -118,9 +122,10 @@ public:
   // Root first, then each read-only layer. Corrupt entries in the root are moved aside.
   LookupResult lookup(const Digest128& key, llvm::StringRef kernel);
 
-  // Atomically publishes an encoded entry. Errors (ENOSPC, EACCES, ...) name the path; the
-  // caller logs them as write_failed and keeps going. No temp file survives a failed publish.
-  // Enforces max_bytes afterwards (LRU).
+  // Atomically publishes an encoded entry. Errors (ENOSPC, EACCES, ...) are SpecjitError
+  // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused
+  // (Errc::invalid_argument). The caller logs them as write_failed and keeps going. No temp
+  // file survives a failed publish. Enforces max_bytes afterwards (LRU).
   llvm::Error publish(const Digest128& key, llvm::StringRef kernel, llvm::StringRef entry_bytes);
 
   CompileLock lock_for_compile(const Digest128& key);

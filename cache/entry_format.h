@@ -43,6 +43,11 @@ struct EntryMetadata {
   std::string created; // UTC ISO-8601, informational only (not in the key)
 };
 
+// {"key": to_json(key_inputs), "key_hex", "kernel", "variant", "policies", "lowered_name",
+//  "compile_ms", "registers", "spill_bytes", "shared_bytes", "warnings": [...], "created"}.
+// "key_hex" and "kernel" are written for people and tools reading the file; the reader takes
+// the key from "key" (required) and treats the other fields as optional, but a field present
+// with the wrong type is an error. Errors are EntryCorruptError (bad_metadata).
 llvm::json::Object to_json(const EntryMetadata& metadata);
 llvm::Expected<EntryMetadata> metadata_from_json(llvm::StringRef text);
 

@@ -262,6 +262,8 @@ ReadFile read_entry_file(const std::string& path) {
     return file;
   }
   file.mtime_ns = mtime_of(st);
+  file.device = st.st_dev;
+  file.inode = st.st_ino;
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > k_max_entry_bytes) {
     file.status = ReadStatus::too_large;
@@ -295,6 +297,11 @@ ReadFile read_entry_file(const std::string& path) {
   file.bytes = std::move(buffer);
   file.status = ReadStatus::ok;
   return file;
+}
+
+bool same_file(const ReadFile& file, const std::string& path) {
+  struct stat st;
+  return lstat_path(path, st) == 0 && st.st_dev == file.device && st.st_ino == file.inode;
 }
 
 std::string unique_suffix() {

@@ -84,10 +84,15 @@ struct ReadFile {
   std::unique_ptr<llvm::WritableMemoryBuffer> bytes;
   UniqueFd fd; // still open on success, for refreshing the time stamp without a path
   int64_t mtime_ns = 0;
+  dev_t device = 0; // identity of the file read, so that a file replaced since is not
+  ino_t inode = 0;  // mistaken for it (quarantine must not move a fresh good entry)
 };
 // Reads a whole entry file, never following a link, never reading more than the file's size or
 // k_max_entry_bytes, whichever is smaller.
 ReadFile read_entry_file(const std::string& path);
+
+// True when `path` still names the file that was read into `file`.
+bool same_file(const ReadFile& file, const std::string& path);
 
 // A name part no other writer (thread or process, on any host sharing the directory) picks.
 std::string unique_suffix();

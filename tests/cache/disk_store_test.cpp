@@ -6,9 +6,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <sys/wait.h>
+#include <thread>
 
 using namespace specjit;
 using namespace specjit::cache;
@@ -353,4 +355,42 @@ TEST_CASE("lock failures are never errors: the caller just compiles") {
     CHECK(!store.lock_for_compile(entry.key).acquired());
   }
   CHECK(store.lock_for_compile(entry.key).acquired());
+}
+
+TEST_CASE("threads republishing and reading one key never see a partial entry") {
+  TempDir dir;
+  DiskStore store(options_for(dir / "cache"));
+  SampleEntry entry = sample_entry("k", 1, 200000);
+  std::atomic<int> hits{0}, corrupt{0}, errors{0};
+  std::atomic<bool> writing{true};
+  std::vector<std::thread> writers, readers;
+  for (int t = 0; t < 3; ++t) {
+    writers.emplace_back([&] {
+      for (int i = 0; i < 30; ++i) {
+        if (llvm::Error error = store.publish(entry.key, "k", entry.bytes)) {
+          llvm::consumeError(std::move(error));
+          ++errors;
+        }
+      }
+    });
+    readers.emplace_back([&] {
+      // Read until the writers are done, and once more after: then the entry must be there.
+      for (bool last = false; !last;) {
+        last = !writing.load();
+        LookupResult result = store.lookup(entry.key, "k");
+        corrupt += static_cast<int>(result.corrupt.size());
+        if (result.hit && result.hit->entry.cubin == entry.cubin)
+          ++hits;
+      }
+    });
+  }
+  for (std::thread& thread : writers)
+    thread.join();
+  writing = false;
+  for (std::thread& thread : readers)
+    thread.join();
+  CHECK(errors == 0);
+  CHECK(corrupt == 0);
+  CHECK(hits > 0);
+  CHECK(files_in(dir / "cache/v1/tmp").empty());
 }
