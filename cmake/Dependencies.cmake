@@ -1,6 +1,12 @@
 # Every external dependency is found here, once. Debian packages: llvm-dev, libxxhash-dev,
 # libfmt-dev, doctest-dev; the CUDA toolkit for NVRTC and the driver API header (never libcuda).
 find_package(CUDAToolkit REQUIRED)
+# NVRTC alone: CMake's CUDA::nvrtc target also drags in the libcuda stub, and specjit must have
+# no link dependency on the driver (it is dlopen'ed at first use).
+find_library(SPECJIT_NVRTC_LIBRARY nvrtc HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+add_library(specjit_nvrtc INTERFACE)
+target_include_directories(specjit_nvrtc SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+target_link_libraries(specjit_nvrtc INTERFACE ${SPECJIT_NVRTC_LIBRARY})
 find_package(fmt REQUIRED)
 find_package(doctest REQUIRED)
 

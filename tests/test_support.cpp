@@ -32,19 +32,6 @@ TempDir::~TempDir() {
   [[maybe_unused]] int rc = std::system(command.c_str());
 }
 
-namespace {
-
-std::string drain(int fd) {
-  std::string text;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof buffer)) > 0)
-    text.append(buffer, static_cast<size_t>(n));
-  return text;
-}
-
-} // namespace
-
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& stdin_text) {
   // Outputs go to temporary files: no pipe can fill up and deadlock the child.
@@ -85,6 +72,16 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
   result.out = read_file(out_path);
   result.err = read_file(err_path);
   return result;
+}
+
+int64_t int_field(const llvm::json::Object& object, llvm::StringRef name) {
+  auto value = object.getInteger(name);
+  return value ? *value : INT64_MIN;
+}
+
+std::string string_field(const llvm::json::Object& object, llvm::StringRef name) {
+  auto value = object.getString(name);
+  return value ? value->str() : std::string("<missing>");
 }
 
 std::string read_file(const std::string& path) {

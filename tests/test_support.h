@@ -43,6 +43,10 @@ std::vector<llvm::json::Object> events_named(const std::vector<llvm::json::Objec
                                              const std::string& name,
                                              const std::string& kernel = "");
 
+// A field of a JSON object, or a value no test expects (INT64_MIN, "<missing>") when absent.
+int64_t int_field(const llvm::json::Object& object, llvm::StringRef name);
+std::string string_field(const llvm::json::Object& object, llvm::StringRef name);
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 

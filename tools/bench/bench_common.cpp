@@ -1,0 +1,88 @@
+#include "bench_common.h"
+
+#include "jit/compiler.h"
+#include "runtime/driver.h"
+#include "runtime/event_log.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace specjit::bench {
+
+llvm::json::Object machine_description() {
+  llvm::json::Object machine{{"nvrtc", jit::nvrtc_version().name()},
+                             {"date", runtime::utc_timestamp_now()},
+                             {"host_cores", static_cast<int64_t>(std::thread::hardware_concurrency())},
+                             {"gpu", nullptr},
+                             {"driver", nullptr}};
+  if (!runtime::device_available())
+    return machine;
+  const runtime::Driver& drv = *runtime::driver();
+  CUdevice device = 0;
+  char name[256] = {};
+  int version = 0;
+  if (drv.cuDeviceGet(&device, 0) == CUDA_SUCCESS &&
+      drv.cuDeviceGetName(name, sizeof name, device) == CUDA_SUCCESS)
+    machine["gpu"] = std::string(name);
+  if (drv.cuDriverGetVersion(&version) == CUDA_SUCCESS)
+    machine["driver"] = fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+  return machine;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+bool write_report(const std::string& path, llvm::json::Object fields) {
+  fields["machine"] = machine_description();
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec) {
+    llvm::errs() << "specjit-bench: cannot write " << path << ": " << ec.message() << "\n";
+    return false;
+  }
+  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(fields))) << "\n";
+  llvm::outs() << "full numbers: " << path << "\n";
+  return true;
+}
+
+std::string Flags::get(const std::string& name, const std::string& fallback) const {
+  for (const auto& [key, value] : values)
+    if (key == name)
+      return value;
+  return fallback;
+}
+
+bool Flags::has(const std::string& name) const {
+  return std::find(switches.begin(), switches.end(), name) != switches.end();
+}
+
+bool parse_flags(int argc, char** argv, int first, const std::vector<std::string>& with_value,
+                 const std::vector<std::string>& switches, Flags& flags) {
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (std::find(switches.begin(), switches.end(), arg) != switches.end()) {
+      flags.switches.push_back(arg);
+      continue;
+    }
+    if (std::find(with_value.begin(), with_value.end(), arg) != with_value.end() && i + 1 < argc) {
+      flags.values.emplace_back(arg, argv[++i]);
+      continue;
+    }
+    llvm::errs() << "specjit-bench: unknown or incomplete flag '" << arg << "'\n";
+    return false;
+  }
+  return true;
+}
+
+} // namespace specjit::bench

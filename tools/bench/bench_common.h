@@ -1,0 +1,43 @@
+// Shared pieces of specjit-bench: the machine description every report carries, timers, and
+// the JSON report writer.
+#pragma once
+
+#include "runtime/engine.h"
+
+#include <llvm/Support/JSON.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace specjit::bench {
+
+// GPU name, driver version, NVRTC version, date (UTC), host cores. GPU fields are null without
+// a device.
+llvm::json::Object machine_description();
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> values);
+
+// Writes {"machine": ..., <fields>} to path (creating folders); prints where it went.
+bool write_report(const std::string& path, llvm::json::Object fields);
+
+// Takes "--name value" pairs after the mode; returns false (with a message) on an unknown flag.
+struct Flags {
+  std::vector<std::pair<std::string, std::string>> values;
+  std::vector<std::string> switches;
+  std::string get(const std::string& name, const std::string& fallback) const;
+  bool has(const std::string& name) const;
+};
+bool parse_flags(int argc, char** argv, int first, const std::vector<std::string>& with_value,
+                 const std::vector<std::string>& switches, Flags& flags);
+
+// Benchmark modes (one file each).
+int run_engine_bench(int argc, char** argv);
+int run_recompile_trace(int argc, char** argv);
+int run_inv_rope_bench(int argc, char** argv);
+
+} // namespace specjit::bench

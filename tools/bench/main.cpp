@@ -1,0 +1,28 @@
+// specjit-bench: benchmarks that print a short table and write their full numbers as JSON.
+//   specjit-bench engine            launch overhead, lookup cost, disk-load cost (issue: engine)
+//   specjit-bench recompile-trace   what each num_tokens policy costs a serving trace
+//   specjit-bench inv-rope          the fused inverse-RoPE + FP8 quantization kernel
+#include "bench_common.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstring>
+
+int main(int argc, char** argv) {
+  using namespace specjit::bench;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
+    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope [flags]\n"
+                    "  each mode takes --help\n";
+    return argc < 2 ? 2 : 0;
+  }
+  std::string mode = argv[1];
+  if (mode == "engine")
+    return run_engine_bench(argc, argv);
+  if (mode == "recompile-trace")
+    return run_recompile_trace(argc, argv);
+  if (mode == "inv-rope")
+    return run_inv_rope_bench(argc, argv);
+  llvm::errs() << "specjit-bench: unknown mode '" << mode
+               << "'; expected engine, recompile-trace or inv-rope\n";
+  return 2;
+}
