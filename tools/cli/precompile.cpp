@@ -147,8 +147,14 @@ int report(const Context& context, const std::vector<Job>& jobs, const std::vect
                  results[i].error);
   }
   llvm::json::Array arches;
-  for (const Target& target : targets)
+  const runtime::Engine* unwritable = nullptr;
+  for (const Target& target : targets) {
+    if (!target.engine)
+      continue;
     arches.push_back(target.engine->arch().name());
+    if (!target.engine->disk_writable())
+      unwritable = target.engine.get();
+  }
   if (context.json) {
     print_json(llvm::json::Object{{"variants", static_cast<int64_t>(jobs.size())},
                                   {"compiled", static_cast<int64_t>(compiled)},
@@ -164,9 +170,8 @@ int report(const Context& context, const std::vector<Job>& jobs, const std::vect
     fmt::print("precompiled {} variants for {}: {} compiled, {} reused, {} failed in {:.2f} s\n",
                jobs.size(), names.empty() ? "no target" : names, compiled, reused, failed,
                seconds);
-    if (targets.size() == 1 && !targets.front().engine->disk_writable())
-      warn(context, "the cache cannot be written (" +
-                        targets.front().engine->disk_unusable_reason() +
+    if (unwritable != nullptr)
+      warn(context, "the cache cannot be written (" + unwritable->disk_unusable_reason() +
                         "); nothing was persisted");
   }
   return failed == 0 ? k_exit_ok : k_exit_problems;
@@ -186,13 +191,20 @@ int run_precompile(Context& context) {
   PlannedJobs plan;
   if (auto err = plan_jobs(context, arches, plan))
     return report_error(context, std::move(err), k_exit_usage);
-  std::vector<Target> targets;
+  std::vector<Target> created;
+  std::vector<std::string> arch_names;
   for (const std::optional<Arch>& arch : plan.targets) {
     Config config = context.config;
     if (arch)
       config.arch.set(*arch, SettingSource::cli_flag);
-    targets.push_back({arch, std::make_unique<runtime::Engine>(config)});
+    created.push_back({arch, std::make_unique<runtime::Engine>(config)});
+    arch_names.push_back(created.back().engine->arch().name());
   }
+  std::vector<size_t> kept;
+  merge_targets(plan, arch_names, kept);
+  std::vector<Target> targets(created.size()); // indices stay valid; unused ones stay empty
+  for (size_t index : kept)
+    targets[index] = std::move(created[index]);
   auto start = std::chrono::steady_clock::now();
   std::vector<Result> results = run_jobs(plan.jobs, targets, workers);
   double seconds =

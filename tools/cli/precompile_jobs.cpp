@@ -11,10 +11,18 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 
 namespace specjit::cli {
 namespace {
+
+std::string identity(const Job& job, const std::string& target) {
+  std::string text = fmt::format("{}|{}|{}", target, job.def.id, job.label);
+  for (const runtime::ParamDef& param : job.def.params)
+    text += "|" + param.policy.name();
+  return text;
+}
 
 class Planner {
 public:
@@ -42,10 +50,7 @@ public:
   // Adds the job once per target; a variant already planned for a target is skipped.
   void add(const Job& job, const std::vector<size_t>& targets) {
     for (size_t target : targets) {
-      std::string identity = fmt::format("{}|{}|{}", target, job.def.id, job.label);
-      for (const runtime::ParamDef& param : job.def.params)
-        identity += "|" + param.policy.name();
-      if (!m_seen.insert(identity).second)
+      if (!m_seen.insert(identity(job, std::to_string(target))).second)
         continue;
       Job copy = job;
       copy.target = target;
@@ -130,6 +135,11 @@ llvm::Error add_log(const std::string& path, Planner& planner) {
   auto log = runtime::read_log(path);
   if (!log)
     return log.takeError();
+  // disk_hit events name no architecture; a compile of the same key in the log does.
+  std::map<std::string, std::string> arch_of_key;
+  for (const runtime::LogEvent& event : log->events)
+    if (event.kind == runtime::EventKind::compile && !event.arch.empty())
+      arch_of_key.emplace(event.key, event.arch);
   for (const runtime::LogEvent& event : log->events) {
     if (event.kind != runtime::EventKind::compile && event.kind != runtime::EventKind::disk_hit)
       continue;
@@ -139,8 +149,11 @@ llvm::Error add_log(const std::string& path, Planner& planner) {
       return job.takeError();
     // Replay for the architecture the run used, unless --arch says otherwise.
     std::optional<Arch> arch;
-    if (!event.arch.empty()) {
-      auto parsed = Arch::parse(event.arch);
+    std::string arch_name = event.arch;
+    if (auto it = arch_of_key.find(event.key); arch_name.empty() && it != arch_of_key.end())
+      arch_name = it->second;
+    if (!arch_name.empty()) {
+      auto parsed = Arch::parse(arch_name);
       if (!parsed)
         return make_error(Errc::invalid_argument, "{}: {}", where,
                           llvm::toString(parsed.takeError()));
@@ -172,6 +185,22 @@ llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Ar
   if (plan.targets.empty()) // an empty manifest still reports the engine's architecture
     planner.targets_for(std::nullopt);
   return llvm::Error::success();
+}
+
+void merge_targets(PlannedJobs& plan, const std::vector<std::string>& arch_names,
+                   std::vector<size_t>& kept_targets) {
+  std::map<std::string, size_t> first_of;
+  for (size_t i = 0; i < arch_names.size(); ++i)
+    if (first_of.emplace(arch_names[i], i).second)
+      kept_targets.push_back(i);
+  std::set<std::string> seen;
+  std::vector<Job> jobs;
+  for (Job& job : plan.jobs) {
+    job.target = first_of[arch_names[job.target]];
+    if (seen.insert(identity(job, arch_names[job.target])).second)
+      jobs.push_back(std::move(job));
+  }
+  plan.jobs = std::move(jobs);
 }
 
 } // namespace specjit::cli

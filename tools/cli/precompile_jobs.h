@@ -31,4 +31,10 @@ struct PlannedJobs {
 llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Arch>>& arches,
                       PlannedJobs& plan);
 
+// Targets that turned out to compile for the same architecture (an engine's own choice equals
+// an explicit one) become one: their jobs move to the first such target, duplicates dropped.
+// kept_targets receives the indices of the targets still in use.
+void merge_targets(PlannedJobs& plan, const std::vector<std::string>& arch_names,
+                   std::vector<size_t>& kept_targets);
+
 } // namespace specjit::cli
