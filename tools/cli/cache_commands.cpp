@@ -231,7 +231,7 @@ std::vector<Command> cache_commands() {
       {"clear", "remove every entry of the writable root", "clear [--json]", "",
        "specjit clear --cache-dir /tmp/specjit-cache", {}, 0, 0, run_clear},
       {"config", "every setting, its value and where it came from", "config [--json]", "",
-       "SPECJIT_CACHE_DIR=/var/cache/specjit specjit config", {}, 0, 0, run_config},
+       "specjit config --cache-dir /var/cache/specjit", {}, 0, 0, run_config},
   };
 }
 

@@ -94,11 +94,13 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
   };
   for (const runtime::LoggedDiff& diff : event.diff) {
     int64_t others = -1;
-    if (event.variant.get(diff.component) != nullptr)
-      add(diff, explain_param(cached, event, diff.component, diff.policy, diff.requested, others),
-          others);
-    else
+    if (event.variant.get(diff.component) == nullptr) {
       add(diff, explain_component(diff), -1);
+      continue;
+    }
+    std::string text =
+        explain_param(cached, event, diff.component, diff.policy, diff.requested, others);
+    add(diff, std::move(text), others);
   }
   if (event.diff.empty() && event.reason == "new_variant") // an older log without a diff
     for (const auto& [param, value] : event.variant) {
@@ -106,8 +108,8 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
       std::string requested = runtime::variant_value_text(value);
       if (other_values(cached, param.str(), event.key, "").count(requested))
         continue;
-      add({param.str(), "", requested, ""},
-          explain_param(cached, event, param.str(), "", requested, others), others);
+      std::string text = explain_param(cached, event, param.str(), "", requested, others);
+      add({param.str(), "", requested, ""}, std::move(text), others);
     }
   if (lines.empty())
     lines.push_back(event.reason == "first_use"
