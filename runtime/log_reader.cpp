@@ -134,7 +134,8 @@ LogContents parse_log(llvm::StringRef text) {
 }
 
 llvm::Expected<LogContents> read_log(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  auto buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buffer)
     return make_error(Errc::io, "cannot read log {}: {}", path.str(), buffer.getError().message());
   return parse_log((*buffer)->getBuffer());
@@ -144,8 +145,8 @@ std::optional<int64_t> parse_utc_timestamp(llvm::StringRef text) {
   unsigned year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   llvm::StringRef rest = text.trim();
   auto expect = [&](char c) { return rest.consume_front(llvm::StringRef(&c, 1)); };
-  if (!take_number(rest, 4, year) || !expect('-') || !take_number(rest, 2, month) ||
-      !expect('-') || !take_number(rest, 2, day))
+  if (!take_number(rest, 4, year) || !expect('-') || !take_number(rest, 2, month) || !expect('-') ||
+      !take_number(rest, 2, day))
     return std::nullopt;
   if (rest.empty()) // a bare date means its midnight
     return days_from_civil(year, month, day) * 86400 * 1000000;

@@ -63,8 +63,8 @@ struct LogEvent {
 
 struct LogContents {
   std::vector<LogEvent> events;
-  size_t lines = 0;                  // non-empty lines seen
-  size_t bad_lines = 0;              // lines skipped
+  size_t lines = 0;                     // non-empty lines seen
+  size_t bad_lines = 0;                 // lines skipped
   std::vector<size_t> bad_line_numbers; // the first few, for messages
 };
 

@@ -158,12 +158,18 @@ llvm::Error syntax_error(llvm::Error cause, llvm::StringRef file_name) {
 
 std::string describe_kind(const llvm::json::Value& value) {
   switch (value.kind()) {
-  case llvm::json::Value::Null: return "null";
-  case llvm::json::Value::Boolean: return "a boolean";
-  case llvm::json::Value::Number: return "a number";
-  case llvm::json::Value::String: return "a string";
-  case llvm::json::Value::Array: return "a list";
-  case llvm::json::Value::Object: return "an object";
+  case llvm::json::Value::Null:
+    return "null";
+  case llvm::json::Value::Boolean:
+    return "a boolean";
+  case llvm::json::Value::Number:
+    return "a number";
+  case llvm::json::Value::String:
+    return "a string";
+  case llvm::json::Value::Array:
+    return "a list";
+  case llvm::json::Value::Object:
+    return "an object";
   }
   return "a value";
 }
@@ -193,7 +199,7 @@ std::string ManifestFields::field_path(llvm::StringRef field) const {
 
 unsigned ManifestFields::line_of(const std::string& path) const {
   // A missing field is reported at its object's line.
-  for (std::string p = path;; ) {
+  for (std::string p = path;;) {
     if (auto it = m_lines->find(p); it != m_lines->end())
       return it->second;
     size_t cut = p.find_last_of(".[");
@@ -209,8 +215,8 @@ llvm::Error ManifestFields::error(llvm::StringRef field, llvm::StringRef message
                     path.empty() ? "(top level)" : path, message.str());
 }
 
-llvm::Expected<std::optional<int64_t>>
-ManifestFields::optional_integer(llvm::StringRef field, int64_t minimum) const {
+llvm::Expected<std::optional<int64_t>> ManifestFields::optional_integer(llvm::StringRef field,
+                                                                        int64_t minimum) const {
   const llvm::json::Value* value = m_object.get(field);
   if (value == nullptr)
     return std::nullopt;
@@ -261,7 +267,8 @@ ManifestFields::optional_integers(llvm::StringRef field, int64_t minimum) const 
     auto number = (*list)[i].getAsInteger();
     std::string element = fmt::format("{}[{}]", field.str(), i);
     if (!number)
-      return error(element, fmt::format("expected an integer, found {}", describe_kind((*list)[i])));
+      return error(element,
+                   fmt::format("expected an integer, found {}", describe_kind((*list)[i])));
     if (*number < minimum)
       return error(element, fmt::format("expected an integer >= {}, found {}", minimum, *number));
     numbers.push_back(*number);
@@ -274,7 +281,8 @@ llvm::Error ManifestFields::only(llvm::ArrayRef<llvm::StringRef> known) const {
     if (llvm::is_contained(known, llvm::StringRef(key)))
       continue;
     std::vector<std::string> names(known.begin(), known.end());
-    return error(key.str(), fmt::format("unknown field; expected one of: {}", fmt::join(names, ", ")));
+    return error(key.str(),
+                 fmt::format("unknown field; expected one of: {}", fmt::join(names, ", ")));
   }
   return llvm::Error::success();
 }
@@ -290,7 +298,8 @@ llvm::Error expand(const KernelDef& def, const std::vector<std::vector<int64_t>>
   for (const auto& list : lists) {
     total *= list.size();
     if (total > k_max_requests)
-      return at.error("values", fmt::format("lists expand to more than {} variants", k_max_requests));
+      return at.error("values",
+                      fmt::format("lists expand to more than {} variants", k_max_requests));
   }
   std::vector<size_t> index(lists.size(), 0);
   for (size_t n = 0; n < total; ++n) {
@@ -319,7 +328,8 @@ llvm::Error apply_policies(KernelDef& def, const ManifestFields& entry, const Li
   for (const auto& [key, text] : *policies) {
     auto param = llvm::find_if(def.params, [&](const ParamDef& p) { return p.name == key.str(); });
     if (param == def.params.end())
-      return fields.error(key.str(), fmt::format("kernel '{}' has no parameter of that name", def.id));
+      return fields.error(key.str(),
+                          fmt::format("kernel '{}' has no parameter of that name", def.id));
     auto name = text.getAsString();
     if (!name)
       return fields.error(key.str(), "expected a policy name such as \"exact\" or \"dynamic\"");
@@ -378,7 +388,8 @@ llvm::Error parse_variant(const ManifestFields& entry, const Lines& lines, const
 // Under the default dynamic policy one variant serves every token count.
 llvm::Error derive_inv_rope_fp8_quant(const ManifestFields& model,
                                       std::vector<VariantRequest>& out) {
-  if (auto err = model.only({"type", "groups", "heads_per_group", "num_tokens_policy", "num_tokens"}))
+  if (auto err =
+          model.only({"type", "groups", "heads_per_group", "num_tokens_policy", "num_tokens"}))
     return err;
   auto groups = model.integer("groups", 1);
   if (!groups)
@@ -406,7 +417,9 @@ llvm::Error derive_inv_rope_fp8_quant(const ManifestFields& model,
     for (size_t p = 0; p < 3; ++p) {
       int64_t value = p == 0 ? *groups : p == 1 ? *heads : count;
       if (auto spec = specialize(def.params[p].policy, value); !spec)
-        return model.error(p == 2 ? "num_tokens" : p == 0 ? "groups" : "heads_per_group",
+        return model.error(p == 2   ? "num_tokens"
+                           : p == 0 ? "groups"
+                                    : "heads_per_group",
                            llvm::toString(spec.takeError()));
     }
     out.push_back({def, {*groups, *heads, count}});
@@ -470,7 +483,8 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
   LineScanner(text, lines).scan();
   const llvm::json::Object* object = root->getAsObject();
   if (object == nullptr)
-    return make_error(Errc::invalid_argument, "{}:1: expected a JSON object at the top level", file);
+    return make_error(Errc::invalid_argument, "{}:1: expected a JSON object at the top level",
+                      file);
   ManifestFields top(*object, "", file, &lines);
   if (auto err = top.only({"version", "variants", "models"}))
     return err;
@@ -495,8 +509,9 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
           if (*type && known.type == **type)
             return known.derive(model, requests);
         }
-        return model.error("type", fmt::format("{} model type; known types: {}",
-                                               *type ? "unknown" : "missing", fmt::join(names, ", ")));
+        return model.error("type",
+                           fmt::format("{} model type; known types: {}",
+                                       *type ? "unknown" : "missing", fmt::join(names, ", ")));
       }))
     return err;
   std::vector<VariantRequest> unique;

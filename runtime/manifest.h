@@ -72,8 +72,7 @@ private:
 };
 
 // Appends every variant a model of this type can need.
-using ModelDeriver = llvm::Error (*)(const ManifestFields& model,
-                                     std::vector<VariantRequest>& out);
+using ModelDeriver = llvm::Error (*)(const ManifestFields& model, std::vector<VariantRequest>& out);
 struct ModelType {
   llvm::StringRef type;
   ModelDeriver derive;

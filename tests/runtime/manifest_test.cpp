@@ -50,8 +50,8 @@ TEST_CASE("values that specialize to the same variant appear once") {
 }
 
 TEST_CASE("a model entry derives the variants of its kernel") {
-  auto requests =
-      parse_ok(R"({"models": [{"type": "inv_rope_fp8_quant", "groups": 8, "heads_per_group": 16}]})");
+  auto requests = parse_ok(
+      R"({"models": [{"type": "inv_rope_fp8_quant", "groups": 8, "heads_per_group": 16}]})");
   REQUIRE(requests.size() == 1);
   CHECK(requests[0].def.id == "inv_rope_fp8_quant");
   CHECK(requests[0].values[0] == 8);
@@ -104,7 +104,8 @@ TEST_CASE("missing and unknown parameters, bad policies and bad versions are err
         std::string::npos);
   CHECK(parse_error(R"({"variants": [{"kernel": "scale_tokens", "values": {"cols": -1,
       "num_tokens": 1}}]})")
-            .find("field 'variants[0].values.cols': expected an integer >= 0") != std::string::npos);
+            .find("field 'variants[0].values.cols': expected an integer >= 0") !=
+        std::string::npos);
   CHECK(parse_error(R"({"models": [{"type": "moe"}]})")
             .find("field 'models[0].type': unknown model type") != std::string::npos);
   CHECK(parse_error(R"({"models": [{"type": "inv_rope_fp8_quant", "groups": 2}]})")

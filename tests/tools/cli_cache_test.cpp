@@ -131,7 +131,8 @@ TEST_CASE("inspect shows an entry's metadata and extracts its cubin as an ELF fi
   CHECK(result.out.find("scale_tokens") != std::string::npos);
   CHECK(result.out.find("num_tokens=62") != std::string::npos);
   CHECK(result.out.find("registers") != std::string::npos);
-  CHECK(read_file(cubin).substr(0, 4) == "\x7f" "ELF");
+  CHECK(read_file(cubin).substr(0, 4) == "\x7f"
+                                         "ELF");
   llvm::json::Object by_path = cli.json({"inspect", entry.getString("path")->str()});
   CHECK(by_path.getString("key")->str() == key);
   CHECK(by_path.getObject("metadata") != nullptr);

@@ -30,8 +30,9 @@ TEST_CASE("log --json counts compiles and disk hits per kernel") {
 
 TEST_CASE("log filters by kernel and time and tolerates bad lines") {
   Cli cli;
-  REQUIRE(cli.run({"precompile", "--manifest", cli.write("m.json", exact_manifest("[1]"))})
-              .exit_code == 0);
+  REQUIRE(
+      cli.run({"precompile", "--manifest", cli.write("m.json", exact_manifest("[1]"))}).exit_code ==
+      0);
   write_file(cli.log(), read_file(cli.log()) + "{\"half a line\n");
   llvm::json::Object all = cli.json({"log"});
   CHECK(field(all, "bad_lines") == 1);
@@ -53,8 +54,9 @@ TEST_CASE("why explains a compile caused by a new exact value") {
   ProcessResult result = cli.run({"why", "scale_tokens", "--variant", "num_tokens=62"});
   INFO(result.out << result.err);
   CHECK(result.exit_code == 0);
-  CHECK(result.out.find("num_tokens: 62 is a new value under policy exact; 2 other values cached") !=
-        std::string::npos);
+  CHECK(
+      result.out.find("num_tokens: 62 is a new value under policy exact; 2 other values cached") !=
+      std::string::npos);
   llvm::json::Object json = cli.json({"why", "scale_tokens", "--last", "1"});
   REQUIRE(json.getArray("compiles")->size() == 1);
   const llvm::json::Object& compile = *(*json.getArray("compiles"))[0].getAsObject();

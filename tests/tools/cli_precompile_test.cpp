@@ -52,8 +52,9 @@ TEST_CASE("--from-log of a run's log reproduces exactly its variants in a fresh 
   REQUIRE(cli.run({"precompile", "--manifest", manifest}).exit_code == 0);
   REQUIRE(cli.run({"precompile", "--manifest", manifest}).exit_code == 0);
   std::string fresh = cli.path("fresh");
-  llvm::json::Object replay = cli.json({"precompile", "--from-log", cli.log(), "--cache-dir", fresh},
-                                       0, {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
+  llvm::json::Object replay =
+      cli.json({"precompile", "--from-log", cli.log(), "--cache-dir", fresh}, 0,
+               {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
   CHECK(field(replay, "variants") == 3);
   CHECK(field(replay, "compiled") == 3);
   CHECK(cli.keys(fresh) == cli.keys(cli.cache()));

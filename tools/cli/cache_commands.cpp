@@ -146,14 +146,12 @@ int run_verify(Context& context) {
   if (context.json) {
     llvm::json::Array list;
     for (const cache::CorruptFinding& finding : bad)
-      list.push_back(llvm::json::Object{
-          {"path", finding.path},
-          {"reason", cache::entry_fault_name(finding.fault).str()},
-          {"detail", finding.detail},
-          {"moved_aside", finding.moved_aside}});
-    print_json(llvm::json::Object{{"entries", static_cast<int64_t>(total)},
-                                  {"bad", std::move(list)},
-                                  {"repaired", repair}});
+      list.push_back(llvm::json::Object{{"path", finding.path},
+                                        {"reason", cache::entry_fault_name(finding.fault).str()},
+                                        {"detail", finding.detail},
+                                        {"moved_aside", finding.moved_aside}});
+    print_json(llvm::json::Object{
+        {"entries", static_cast<int64_t>(total)}, {"bad", std::move(list)}, {"repaired", repair}});
   } else {
     for (const cache::CorruptFinding& finding : bad)
       fmt::print("bad: {}: {} ({}){}\n", finding.path, cache::entry_fault_name(finding.fault).str(),
@@ -216,22 +214,60 @@ int run_config(Context& context) {
 
 std::vector<Command> cache_commands() {
   return {
-      {"stats", "entries and bytes per layer and kernel, quarantined entries, temp files",
-       "stats [--json]", "", "specjit stats --json", {}, 0, 0, run_stats},
-      {"ls", "list cached variants with their resources", "ls [--kernel K] [--json]",
-       "  --kernel K          only this kernel's entries\n", "specjit ls --kernel scale_tokens",
-       {{"--kernel", true, false}}, 0, 0, run_ls},
-      {"verify", "fully verify every entry; exit 1 listing each bad one",
-       "verify [--repair] [--json]", "  --repair            move bad entries of the root aside\n",
-       "specjit verify --repair", {{"--repair", false, false}}, 0, 0, run_verify},
-      {"prune", "remove least recently used entries until the root fits a size",
+      {"stats",
+       "entries and bytes per layer and kernel, quarantined entries, temp files",
+       "stats [--json]",
+       "",
+       "specjit stats --json",
+       {},
+       0,
+       0,
+       run_stats},
+      {"ls",
+       "list cached variants with their resources",
+       "ls [--kernel K] [--json]",
+       "  --kernel K          only this kernel's entries\n",
+       "specjit ls --kernel scale_tokens",
+       {{"--kernel", true, false}},
+       0,
+       0,
+       run_ls},
+      {"verify",
+       "fully verify every entry; exit 1 listing each bad one",
+       "verify [--repair] [--json]",
+       "  --repair            move bad entries of the root aside\n",
+       "specjit verify --repair",
+       {{"--repair", false, false}},
+       0,
+       0,
+       run_verify},
+      {"prune",
+       "remove least recently used entries until the root fits a size",
        "prune --max-size SIZE [--json]",
-       "  --max-size SIZE     e.g. 0, 512M, 10G (binary units)\n", "specjit prune --max-size 2G",
-       {{"--max-size", true, false}}, 0, 0, run_prune},
-      {"clear", "remove every entry of the writable root", "clear [--json]", "",
-       "specjit clear --cache-dir /tmp/specjit-cache", {}, 0, 0, run_clear},
-      {"config", "every setting, its value and where it came from", "config [--json]", "",
-       "specjit config --cache-dir /var/cache/specjit", {}, 0, 0, run_config},
+       "  --max-size SIZE     e.g. 0, 512M, 10G (binary units)\n",
+       "specjit prune --max-size 2G",
+       {{"--max-size", true, false}},
+       0,
+       0,
+       run_prune},
+      {"clear",
+       "remove every entry of the writable root",
+       "clear [--json]",
+       "",
+       "specjit clear --cache-dir /tmp/specjit-cache",
+       {},
+       0,
+       0,
+       run_clear},
+      {"config",
+       "every setting, its value and where it came from",
+       "config [--json]",
+       "",
+       "specjit config --cache-dir /var/cache/specjit",
+       {},
+       0,
+       0,
+       run_config},
   };
 }
 

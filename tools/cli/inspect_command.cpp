@@ -90,8 +90,8 @@ int run_inspect(Context& context) {
     return report_error(context, found.takeError());
   auto buffer = llvm::MemoryBuffer::getFile(found->path, false, false);
   if (!buffer)
-    return report_error(context,
-                        fmt::format("cannot read {}: {}", found->path, buffer.getError().message()));
+    return report_error(
+        context, fmt::format("cannot read {}: {}", found->path, buffer.getError().message()));
   auto entry = cache::decode_entry((*buffer)->getBuffer(), found->key);
   if (!entry)
     return report_error(context, fmt::format("{} does not verify: {}", found->path,
@@ -118,12 +118,16 @@ int run_inspect(Context& context) {
 } // namespace
 
 std::vector<Command> inspect_commands() {
-  return {{"inspect", "one entry's metadata, resources and versions; extract its cubin",
+  return {{"inspect",
+           "one entry's metadata, resources and versions; extract its cubin",
            "inspect KEY|PATH [--extract-cubin FILE] [--json]",
            "  KEY|PATH            an entry file, or a key (or a unique prefix of one)\n"
            "  --extract-cubin F   write the raw cubin to F (for cuobjdump -sass F)\n",
            "specjit inspect 3f2a9c --extract-cubin /tmp/k.cubin && cuobjdump -sass /tmp/k.cubin",
-           {{"--extract-cubin", true, false}}, 1, 1, run_inspect}};
+           {{"--extract-cubin", true, false}},
+           1,
+           1,
+           run_inspect}};
 }
 
 } // namespace specjit::cli

@@ -28,7 +28,8 @@ struct Timeline {
   std::map<int64_t, int64_t> compiles_by_minute;
 };
 
-llvm::json::Object timeline_json(const Timeline& timeline, const std::vector<runtime::LogEvent>& all) {
+llvm::json::Object timeline_json(const Timeline& timeline,
+                                 const std::vector<runtime::LogEvent>& all) {
   llvm::json::Object out{{"events", static_cast<int64_t>(all.size())}};
   if (!timeline.first)
     return out;
@@ -65,7 +66,8 @@ llvm::json::Object kernel_json(const std::string& kernel, const KernelSummary& s
 
 void print_text(const std::string& path, const LoadedLog& log,
                 const std::map<std::string, KernelSummary>& kernels,
-                const std::vector<const runtime::LogEvent*>& slowest, const llvm::json::Object& timeline) {
+                const std::vector<const runtime::LogEvent*>& slowest,
+                const llvm::json::Object& timeline) {
   fmt::print("log: {} ({} events{})\n\n", path, log.events.size(),
              log.bad_lines ? fmt::format(", {} unreadable lines skipped", log.bad_lines) : "");
   fmt::print("{:<24} {:>8} {:>9} {:>10} {:>8} {:>8}  storms\n", "kernel", "compiles", "disk hits",
@@ -88,8 +90,8 @@ void print_text(const std::string& path, const LoadedLog& log,
                timeline.getString("last")->str(), *timeline.getNumber("span_seconds"),
                *timeline.getNumber("compiles_per_minute"));
     if (auto peak = timeline.getString("peak_minute"))
-      fmt::print(", peak {} in the minute from {}", *timeline.getInteger("peak_compiles_per_minute"),
-                 peak->str());
+      fmt::print(", peak {} in the minute from {}",
+                 *timeline.getInteger("peak_compiles_per_minute"), peak->str());
     fmt::print("\n");
   }
 }
@@ -129,9 +131,14 @@ int run_log(Context& context) {
       ++summary.disk_hits;
       summary.variants.insert(variant);
       break;
-    case runtime::EventKind::compile_failed: ++summary.failures; break;
-    case runtime::EventKind::storm: summary.storms[event.param] = event.distinct_values; break;
-    default: break;
+    case runtime::EventKind::compile_failed:
+      ++summary.failures;
+      break;
+    case runtime::EventKind::storm:
+      summary.storms[event.param] = event.distinct_values;
+      break;
+    default:
+      break;
     }
   }
   std::stable_sort(compiles.begin(), compiles.end(),
@@ -146,10 +153,14 @@ int run_log(Context& context) {
   for (const auto& [kernel, summary] : kernels)
     kernel_list.push_back(kernel_json(kernel, summary));
   for (const runtime::LogEvent* event : compiles)
-    slowest.push_back(llvm::json::Object{
-        {"kernel", event->kernel}, {"variant", llvm::json::Object(event->variant)},
-        {"key", event->key}, {"ms", event->ms}, {"ts", event->ts}, {"reason", event->reason},
-        {"phase", event->phase}, {"pid", event->pid}});
+    slowest.push_back(llvm::json::Object{{"kernel", event->kernel},
+                                         {"variant", llvm::json::Object(event->variant)},
+                                         {"key", event->key},
+                                         {"ms", event->ms},
+                                         {"ts", event->ts},
+                                         {"reason", event->reason},
+                                         {"phase", event->phase},
+                                         {"pid", event->pid}});
   print_json(llvm::json::Object{{"log", *path},
                                 {"events", static_cast<int64_t>(log->events.size())},
                                 {"bad_lines", static_cast<int64_t>(log->bad_lines)},
@@ -162,7 +173,8 @@ int run_log(Context& context) {
 } // namespace
 
 std::vector<Command> log_commands() {
-  return {{"log", "what compiled, disk hits, time lost compiling, storms, per kernel",
+  return {{"log",
+           "what compiled, disk hits, time lost compiling, storms, per kernel",
            "log [--file F] [--kernel K] [--since T] [--json]",
            "  --file F            the log to read (default: SPECJIT_LOG, else "
            "<cache root>/logs/events.jsonl)\n"

@@ -21,11 +21,20 @@ llvm::Expected<int64_t> parse_since(llvm::StringRef text) {
     return *micros;
   int64_t unit = 0;
   switch (text.empty() ? '\0' : text.back()) {
-  case 's': unit = 1; break;
-  case 'm': unit = 60; break;
-  case 'h': unit = 3600; break;
-  case 'd': unit = 86400; break;
-  default: break;
+  case 's':
+    unit = 1;
+    break;
+  case 'm':
+    unit = 60;
+    break;
+  case 'h':
+    unit = 3600;
+    break;
+  case 'd':
+    unit = 86400;
+    break;
+  default:
+    break;
   }
   int64_t amount = 0;
   if (unit == 0 || text.drop_back().getAsInteger(10, amount) || amount < 0)

@@ -18,8 +18,8 @@ const Flag k_global_flags[] = {
 
 std::vector<Command> all_commands() {
   std::vector<Command> commands;
-  for (auto&& group : {precompile_commands(), log_commands(), cache_commands(),
-                       inspect_commands(), transfer_commands()})
+  for (auto&& group : {precompile_commands(), log_commands(), cache_commands(), inspect_commands(),
+                       transfer_commands()})
     commands.insert(commands.end(), group.begin(), group.end());
   return commands;
 }
@@ -39,8 +39,8 @@ void print_overview(std::FILE* out, const std::vector<Command>& commands) {
 }
 
 void print_help(const Command& command) {
-  fmt::print("usage: specjit {}\n\n{}\n\noptions:\n{}", command.usage.str(),
-             command.summary.str(), command.options.str());
+  fmt::print("usage: specjit {}\n\n{}\n\noptions:\n{}", command.usage.str(), command.summary.str(),
+             command.options.str());
   fmt::print("  --cache-dir DIR     the cache root\n"
              "  --json              machine-readable output\n"
              "  --help              this help\n\n"

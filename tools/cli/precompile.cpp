@@ -90,9 +90,9 @@ Result run_job(const Job& job, runtime::Engine& engine, runtime::KernelId id) {
 
 // Registers each job's definition with its target's engine; a definition the engine refuses
 // fails its jobs without stopping the others.
-std::vector<std::optional<runtime::KernelId>>
-register_kernels(const std::vector<Job>& jobs, std::vector<Target>& targets,
-                 std::vector<Result>& results) {
+std::vector<std::optional<runtime::KernelId>> register_kernels(const std::vector<Job>& jobs,
+                                                               std::vector<Target>& targets,
+                                                               std::vector<Result>& results) {
   std::vector<std::optional<runtime::KernelId>> ids(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     auto id = targets[jobs[i].target].engine->add_kernel(jobs[i].def);
@@ -139,9 +139,10 @@ int report(const Context& context, const std::vector<Job>& jobs, const std::vect
       continue;
     ++failed;
     std::string arch = targets[jobs[i].target].engine->arch().name();
-    failures.push_back(llvm::json::Object{
-        {"kernel", jobs[i].def.id}, {"variant", jobs[i].label}, {"arch", arch},
-        {"error", results[i].error}});
+    failures.push_back(llvm::json::Object{{"kernel", jobs[i].def.id},
+                                          {"variant", jobs[i].label},
+                                          {"arch", arch},
+                                          {"error", results[i].error}});
     if (!context.json)
       fmt::print(stderr, "failed: {} {} ({}): {}\n", jobs[i].def.id, jobs[i].label, arch,
                  results[i].error);
@@ -168,8 +169,7 @@ int report(const Context& context, const std::vector<Job>& jobs, const std::vect
     for (const llvm::json::Value& arch : arches)
       names += (names.empty() ? "" : ", ") + arch.getAsString()->str();
     fmt::print("precompiled {} variants for {}: {} compiled, {} reused, {} failed in {:.2f} s\n",
-               jobs.size(), names.empty() ? "no target" : names, compiled, reused, failed,
-               seconds);
+               jobs.size(), names.empty() ? "no target" : names, compiled, reused, failed, seconds);
     if (unwritable != nullptr)
       warn(context, "the cache cannot be written (" + unwritable->disk_unusable_reason() +
                         "); nothing was persisted");
@@ -207,8 +207,7 @@ int run_precompile(Context& context) {
     targets[index] = std::move(created[index]);
   auto start = std::chrono::steady_clock::now();
   std::vector<Result> results = run_jobs(plan.jobs, targets, workers);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report(context, plan.jobs, targets, results, seconds);
 }
 

@@ -91,8 +91,10 @@ runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy
   using runtime::Policy;
   using runtime::PolicyKind;
   switch (spec.kind) {
-  case runtime::SpecKind::dynamic: return Policy::dynamic();
-  case runtime::SpecKind::exact: return Policy::exact();
+  case runtime::SpecKind::dynamic:
+    return Policy::dynamic();
+  case runtime::SpecKind::exact:
+    return Policy::exact();
   case runtime::SpecKind::bucketed:
     if (current.kind == PolicyKind::bucketed)
       return current;

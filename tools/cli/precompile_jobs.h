@@ -15,10 +15,10 @@ namespace specjit::cli {
 
 struct Job {
   runtime::KernelDef def;
-  std::vector<int64_t> values;                            // mapped through the policies, or
-  std::optional<std::vector<runtime::SpecValue>> specs;   // already decided (--from-log)
-  size_t target = 0;                                      // index into PlannedJobs::targets
-  std::string label;                                      // "cols=128, num_tokens=62"
+  std::vector<int64_t> values;                          // mapped through the policies, or
+  std::optional<std::vector<runtime::SpecValue>> specs; // already decided (--from-log)
+  size_t target = 0;                                    // index into PlannedJobs::targets
+  std::string label;                                    // "cols=128, num_tokens=62"
 };
 
 struct PlannedJobs {

@@ -79,14 +79,15 @@ int run_export(Context& context) {
        kernel ? store.list(llvm::StringRef(*kernel)) : store.list()) {
     auto buffer = llvm::MemoryBuffer::getFile(entry.location.path, false, false);
     if (!buffer) {
-      warn(context, fmt::format("skipped {}: {}", entry.location.path, buffer.getError().message()));
+      warn(context,
+           fmt::format("skipped {}: {}", entry.location.path, buffer.getError().message()));
       ++bad;
       continue;
     }
     auto decoded = cache::decode_entry((*buffer)->getBuffer(), entry.key);
     if (!decoded) {
-      warn(context, fmt::format("skipped {}: {}", entry.location.path,
-                                llvm::toString(decoded.takeError())));
+      warn(context,
+           fmt::format("skipped {}: {}", entry.location.path, llvm::toString(decoded.takeError())));
       ++bad;
       continue;
     }
@@ -159,8 +160,8 @@ int run_import(Context& context) {
   const std::string& file = context.args.positional.front();
   auto buffer = llvm::MemoryBuffer::getFile(file, false, false);
   if (!buffer)
-    return report_error(context, fmt::format("cannot read {}: {}", file,
-                                             buffer.getError().message()));
+    return report_error(context,
+                        fmt::format("cannot read {}: {}", file, buffer.getError().message()));
   auto records = read_records((*buffer)->getBuffer(), file);
   if (!records)
     return report_error(context, records.takeError());
@@ -177,10 +178,9 @@ int run_import(Context& context) {
     if (!decoded)
       problem = decoded.takeError();
     else if (decoded->metadata.key_inputs.kernel != record.kernel)
-      problem = llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                        "names kernel '%s' but holds an entry of '%s'",
-                                        record.kernel.c_str(),
-                                        decoded->metadata.key_inputs.kernel.c_str());
+      problem = llvm::createStringError(
+          llvm::inconvertibleErrorCode(), "names kernel '%s' but holds an entry of '%s'",
+          record.kernel.c_str(), decoded->metadata.key_inputs.kernel.c_str());
     else
       problem = store.publish(decoded->key, record.kernel, record.entry);
     if (!problem) {
@@ -190,14 +190,13 @@ int run_import(Context& context) {
     std::string message = llvm::toString(std::move(problem));
     if (!context.json)
       fmt::print(stderr, "record {} ({}): {}\n", i, record.kernel, message);
-    bad.push_back(llvm::json::Object{{"record", static_cast<int64_t>(i)},
-                                     {"kernel", record.kernel}, {"reason", message}});
+    bad.push_back(llvm::json::Object{
+        {"record", static_cast<int64_t>(i)}, {"kernel", record.kernel}, {"reason", message}});
   }
   size_t failures = bad.size();
   if (context.json)
-    print_json(llvm::json::Object{{"file", file},
-                                  {"imported", static_cast<int64_t>(imported)},
-                                  {"bad", std::move(bad)}});
+    print_json(llvm::json::Object{
+        {"file", file}, {"imported", static_cast<int64_t>(imported)}, {"bad", std::move(bad)}});
   else
     fmt::print("imported {} of {} entries into {}\n", imported, records->size(),
                store.options().root);
@@ -208,13 +207,24 @@ int run_import(Context& context) {
 
 std::vector<Command> transfer_commands() {
   return {
-      {"export", "write cache entries into one portable file", "export FILE [--kernel K] [--json]",
+      {"export",
+       "write cache entries into one portable file",
+       "export FILE [--kernel K] [--json]",
        "  --kernel K          only this kernel's entries\n",
        "specjit export /tmp/kernels.sjx && specjit import /tmp/kernels.sjx --cache-dir /opt/cache",
-       {{"--kernel", true, false}}, 1, 1, run_export},
-      {"import", "verify and publish every entry of an export file under its own key",
-       "import FILE [--json]", "", "specjit import kernels.sjx --cache-dir /opt/specjit-cache",
-       {}, 1, 1, run_import},
+       {{"--kernel", true, false}},
+       1,
+       1,
+       run_export},
+      {"import",
+       "verify and publish every entry of an export file under its own key",
+       "import FILE [--json]",
+       "",
+       "specjit import kernels.sjx --cache-dir /opt/specjit-cache",
+       {},
+       1,
+       1,
+       run_import},
   };
 }
 

@@ -74,7 +74,8 @@ std::string explain_param(const CachedKernel& cached, const runtime::LogEvent& e
 std::string explain_component(const runtime::LoggedDiff& diff) {
   if (diff.component == "source_digest")
     return fmt::format("source_digest: the kernel source or a header it includes changed "
-                       "(cached {}, now {})", diff.cached.substr(0, 12), diff.requested.substr(0, 12));
+                       "(cached {}, now {})",
+                       diff.cached.substr(0, 12), diff.requested.substr(0, 12));
   if (diff.component == "nvrtc_version")
     return fmt::format("nvrtc_version: the compiler changed from {} to {}", diff.cached,
                        diff.requested);
@@ -86,8 +87,10 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
   llvm::json::Array components;
   auto add = [&](const runtime::LoggedDiff& diff, std::string text, int64_t others) {
     lines.push_back(text);
-    llvm::json::Object item{{"component", diff.component}, {"cached", diff.cached},
-                            {"requested", diff.requested}, {"explanation", std::move(text)}};
+    llvm::json::Object item{{"component", diff.component},
+                            {"cached", diff.cached},
+                            {"requested", diff.requested},
+                            {"explanation", std::move(text)}};
     if (others >= 0)
       item["other_cached_values"] = others;
     components.push_back(std::move(item));
@@ -117,9 +120,12 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
                     : event.reason == "corrupt_entry"
                         ? "the cached entry failed verification; it was moved aside and recompiled"
                         : "no key component differed (another process may have compiled it)");
-  return llvm::json::Object{{"ts", event.ts},        {"variant", llvm::json::Object(event.variant)},
-                            {"key", event.key},      {"reason", event.reason},
-                            {"phase", event.phase},  {"ms", event.ms},
+  return llvm::json::Object{{"ts", event.ts},
+                            {"variant", llvm::json::Object(event.variant)},
+                            {"key", event.key},
+                            {"reason", event.reason},
+                            {"phase", event.phase},
+                            {"ms", event.ms},
                             {"components", std::move(components)}};
 }
 
@@ -197,7 +203,8 @@ int run_why(Context& context) {
 } // namespace
 
 Command why_command() {
-  return {"why", "why a kernel compiled: the key components that differed from the cache",
+  return {"why",
+          "why a kernel compiled: the key components that differed from the cache",
           "why KERNEL [--variant k=v,...] [--last N] [--file F] [--since T] [--json]",
           "  --variant k=v,...   only compiles of variants with these values\n"
           "  --last N            explain the latest N compiles (default 3)\n"
