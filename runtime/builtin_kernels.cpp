@@ -1,5 +1,7 @@
 #include "runtime/builtin_kernels.h"
 
+#include "runtime/ops/inv_rope_fp8_quant.h"
+
 #include <llvm/ADT/STLExtras.h>
 
 namespace specjit::runtime {
@@ -14,7 +16,8 @@ KernelDef scale_tokens_kernel(Policy num_tokens_policy) {
 }
 
 llvm::ArrayRef<KernelDef> builtin_kernels() {
-  static const std::vector<KernelDef> kernels = {scale_tokens_kernel()};
+  static const std::vector<KernelDef> kernels = {scale_tokens_kernel(),
+                                                 ops::inv_rope_fp8_quant_kernel()};
   return kernels;
 }
 
@@ -30,6 +33,10 @@ std::vector<VariantRequest> default_variants() {
   // The test kernel at the width the engine's tests and benchmarks use; num_tokens is dynamic,
   // so any value stands for every value.
   requests.push_back({scale_tokens_kernel(), {128, 1}});
+  // inv_rope_fp8_quant for the DeepSeek-V4 attention-output layouts the tests and benchmarks
+  // use: 8 groups x 16 heads, and 1 x 1. num_tokens is dynamic: one variant per layout.
+  for (auto [groups, heads] : {std::pair<int64_t, int64_t>{8, 16}, {1, 1}})
+    requests.push_back({ops::inv_rope_fp8_quant_kernel(), {groups, heads, 1}});
   return requests;
 }
 

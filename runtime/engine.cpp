@@ -21,10 +21,16 @@ cache::StoreOptions store_options(const Config& config) {
   return options;
 }
 
+uint64_t next_instance_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 } // namespace
 
 Engine::Impl::Impl(const Config& config_in)
-    : config(config_in), store(store_options(config_in)), log(config_in.log_path()) {
+    : config(config_in), instance_id(next_instance_id()), store(store_options(config_in)),
+      log(config_in.log_path()) {
   // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
   sealed = config.strict.value != StrictMode::off;
   if (store.writable())
@@ -53,28 +59,32 @@ Arch Engine::Impl::arch() {
 }
 
 llvm::Error Engine::Impl::ensure_context() {
+  // The launch path: this thread already made the engine's context current. (Serving runtimes
+  // share the device's primary context, so switching back is rare.)
+  thread_local CUcontext current = nullptr;
+  CUcontext ctx = context.load(std::memory_order_acquire);
+  if (ctx != nullptr && current == ctx)
+    return llvm::Error::success();
   auto drv = driver();
   if (!drv)
     return drv.takeError();
-  {
+  if (ctx == nullptr) {
     std::lock_guard<std::mutex> lock(context_mutex);
-    if (context == nullptr) {
+    ctx = context.load(std::memory_order_acquire);
+    if (ctx == nullptr) {
       CUdevice device = 0;
       if (auto err = drv->check(drv->cuDeviceGet(&device, static_cast<int>(config.device.value)),
                                 "cuDeviceGet"))
         return err;
-      if (auto err = drv->check(drv->cuDevicePrimaryCtxRetain(&context, device),
-                                "cuDevicePrimaryCtxRetain"))
+      if (auto err =
+              drv->check(drv->cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain"))
         return err;
+      context.store(ctx, std::memory_order_release);
     }
   }
-  // Cheap when already current: one thread-local compare.
-  thread_local CUcontext current = nullptr;
-  if (current == context)
-    return llvm::Error::success();
-  if (auto err = drv->check(drv->cuCtxSetCurrent(context), "cuCtxSetCurrent"))
+  if (auto err = drv->check(drv->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"))
     return err;
-  current = context;
+  current = ctx;
   return llvm::Error::success();
 }
 
@@ -105,11 +115,12 @@ llvm::Error Engine::Impl::load(Slot& slot) {
 Engine::Engine(const Config& config) : m_impl(std::make_unique<Impl>(config)) {}
 
 Engine::~Engine() {
-  if (m_impl->context == nullptr)
+  CUcontext context = m_impl->context.load();
+  if (context == nullptr)
     return;
   // Modules live as long as the engine; the primary context is released, not destroyed.
   const Driver& drv = *driver();
-  drv.cuCtxSetCurrent(m_impl->context);
+  drv.cuCtxSetCurrent(context);
   for (auto& entry : m_impl->slots)
     if (entry.second->loaded.load())
       drv.cuModuleUnload(entry.second->variant.module);
@@ -153,7 +164,6 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
                                                         llvm::ArrayRef<int64_t> values) {
   const KernelDef& def = this->kernel(kernel).def;
   if (values.size() != def.params.size()) {
-    counters.requests.fetch_add(1, std::memory_order_relaxed);
     counters.failures.fetch_add(1, std::memory_order_relaxed);
     return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
                       def.id, def.params.size(), values.size());
@@ -162,7 +172,6 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
   for (size_t i = 0; i < values.size(); ++i) {
     auto spec = specialize(def.params[i].policy, values[i]);
     if (!spec) {
-      counters.requests.fetch_add(1, std::memory_order_relaxed);
       counters.failures.fetch_add(1, std::memory_order_relaxed);
       return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {}", def.id,
                         def.params[i].name, llvm::toString(spec.takeError()));
@@ -196,9 +205,29 @@ llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
   return &(*slot)->variant;
 }
 
+namespace {
+
+// A small per-thread, direct-mapped cache of ready slots in front of the shared map: a hit
+// costs a hash and a compare, no lock and no reference count. Entries name the engine by its
+// process-unique instance id, so a later engine (even at the same address) never matches;
+// ready slots live as long as their engine.
+struct CachedSlot {
+  uint64_t engine = 0;
+  VariantKey key;
+  Slot* slot = nullptr;
+};
+constexpr size_t k_thread_cache_slots = 64;
+thread_local std::array<CachedSlot, k_thread_cache_slots> t_slot_cache;
+
+CachedSlot& thread_cache_entry(const VariantKey& key) {
+  unsigned hash = llvm::DenseMapInfo<VariantKey>::getHashValue(key);
+  return t_slot_cache[hash % k_thread_cache_slots];
+}
+
+} // namespace
+
 llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
                                                     llvm::ArrayRef<SpecValue> specs) {
-  counters.requests.fetch_add(1, std::memory_order_relaxed);
   KernelState& state = this->kernel(kernel);
   if (specs.size() != state.def.params.size()) {
     counters.failures.fetch_add(1, std::memory_order_relaxed);
@@ -208,6 +237,16 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
   VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
   for (size_t i = 0; i < specs.size(); ++i)
     key.words[i] = specs[i].word();
+  CachedSlot& cached = thread_cache_entry(key);
+  if (cached.engine == instance_id && cached.key == key) {
+    counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
+    return cached.slot;
+  }
+  auto remember = [&](llvm::Expected<Slot*> found) -> llvm::Expected<Slot*> {
+    if (found)
+      cached = CachedSlot{instance_id, key, *found};
+    return found;
+  };
 
   std::shared_ptr<Slot> slot;
   {
@@ -220,9 +259,9 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
     // The common case: ready, no lock beyond the map's.
     if (slot->state.load(std::memory_order_acquire) == Slot::State::ready) {
       counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
-      return slot.get();
+      return remember(slot.get());
     }
-    return wait_for(*slot, counters);
+    return remember(wait_for(*slot, counters));
   }
   {
     std::unique_lock<std::shared_mutex> lock(slots_mutex);
@@ -230,7 +269,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
     if (!inserted) {
       slot = it->second;
       lock.unlock();
-      return wait_for(*slot, counters);
+      return remember(wait_for(*slot, counters));
     }
     slot = std::make_shared<Slot>();
     it->second = slot;
@@ -253,7 +292,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
   }
   slot->state.store(Slot::State::ready, std::memory_order_release);
   slot->changed.notify_all();
-  return slot.get();
+  return remember(slot.get());
 }
 
 llvm::Expected<const Variant*> Engine::get(KernelId kernel, llvm::ArrayRef<int64_t> values) {
@@ -311,11 +350,12 @@ bool Engine::sealed() const { return m_impl->sealed.load(); }
 EngineStats Engine::stats() const {
   const Counters& c = m_impl->counters;
   EngineStats stats;
-  stats.requests = c.requests.load();
   stats.memory_hits = c.memory_hits.load();
   stats.disk_hits = c.disk_hits.load();
   stats.compiles = c.compiles.load();
   stats.failures = c.failures.load();
+  // Every request ends in exactly one of these outcomes; counting them is counting requests.
+  stats.requests = stats.memory_hits + stats.disk_hits + stats.compiles + stats.failures;
   stats.corrupt_entries = c.corrupt_entries.load();
   stats.write_failures = c.write_failures.load();
   stats.storms = c.storms.load();
@@ -324,6 +364,7 @@ EngineStats Engine::stats() const {
 
 Arch Engine::arch() const { return m_impl->arch(); }
 const Config& Engine::config() const { return m_impl->config; }
+uint64_t Engine::instance_id() const { return m_impl->instance_id; }
 bool Engine::disk_writable() const { return m_impl->store.writable(); }
 std::string Engine::disk_unusable_reason() const { return m_impl->store.unusable_reason(); }
 llvm::Error Engine::make_context_current() { return m_impl->ensure_context(); }

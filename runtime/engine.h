@@ -126,6 +126,8 @@ public:
   // The architecture variants are compiled for: the device's, else the configuration's.
   Arch arch() const;
   const Config& config() const;
+  // Unique among the engines of this process, never reused: lets callers cache per engine.
+  uint64_t instance_id() const;
   // Whether compiled variants can be persisted (false: memory only, with the reason).
   bool disk_writable() const;
   std::string disk_unusable_reason() const;

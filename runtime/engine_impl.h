@@ -49,7 +49,7 @@ struct Slot {
 };
 
 struct Counters {
-  std::atomic<uint64_t> requests{0}, memory_hits{0}, disk_hits{0}, compiles{0}, failures{0},
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0},
       corrupt_entries{0}, write_failures{0}, storms{0};
 };
 
@@ -59,6 +59,7 @@ struct Engine::Impl {
   explicit Impl(const Config& config);
 
   Config config;
+  uint64_t instance_id;
   cache::DiskStore store;
   EventLog log;
   Counters counters;
@@ -74,8 +75,8 @@ struct Engine::Impl {
   std::once_flag arch_once;
   Arch target_arch;
 
-  std::mutex context_mutex;
-  CUcontext context = nullptr;
+  std::mutex context_mutex; // serializes retaining the primary context
+  std::atomic<CUcontext> context{nullptr};
 
   KernelState& kernel(KernelId id) { return *kernels[id.index]; }
   // The memory tier: the slot for these values, resolved (by this thread or another).

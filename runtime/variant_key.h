@@ -9,6 +9,7 @@
 #include <llvm/ADT/DenseMapInfo.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace specjit::runtime {
@@ -28,7 +29,9 @@ template <> struct llvm::DenseMapInfo<specjit::runtime::VariantKey> {
   static Key getEmptyKey() { return Key{~0u, 0, {}}; }
   static Key getTombstoneKey() { return Key{~0u - 1, 0, {}}; }
   static unsigned getHashValue(const Key& key) {
-    return static_cast<unsigned>(specjit::hash64(&key, sizeof(Key)));
+    // Only the words in use: unused ones are zero and add nothing.
+    return static_cast<unsigned>(
+        specjit::hash64(&key, offsetof(Key, words) + key.count * sizeof(int64_t)));
   }
   static bool isEqual(const Key& a, const Key& b) { return a == b; }
 };

@@ -106,15 +106,23 @@ llvm::Error check_positions(runtime::Engine& engine, const TensorRef& positions,
   return llvm::Error::success();
 }
 
-// The definition for the default policy is built once; add_kernel() then finds it by comparing
-// with the engine's few registered definitions. (A per-engine id cache keyed by the Engine's
-// address would hand a stale id to a later engine allocated at the same address.)
+// The default (dynamic) definition's id is remembered per thread for the last engine seen,
+// keyed by the engine's process-unique instance id (never its address, which a later engine
+// may reuse): the launch path then skips add_kernel's comparison of definitions.
 llvm::Expected<runtime::KernelId> register_kernel(runtime::Engine& engine, const Policy& policy) {
-  if (policy == Policy::dynamic()) {
-    static const KernelDef dynamic_def = inv_rope_fp8_quant_kernel(Policy::dynamic());
-    return engine.add_kernel(dynamic_def);
+  if (policy != Policy::dynamic())
+    return engine.add_kernel(inv_rope_fp8_quant_kernel(policy));
+  thread_local uint64_t cached_engine = 0;
+  thread_local runtime::KernelId cached_id;
+  if (cached_engine == engine.instance_id())
+    return cached_id;
+  static const KernelDef dynamic_def = inv_rope_fp8_quant_kernel(Policy::dynamic());
+  auto id = engine.add_kernel(dynamic_def);
+  if (id) {
+    cached_engine = engine.instance_id();
+    cached_id = *id;
   }
-  return engine.add_kernel(inv_rope_fp8_quant_kernel(policy));
+  return id;
 }
 
 } // namespace

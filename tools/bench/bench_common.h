@@ -6,6 +6,8 @@
 
 #include <llvm/Support/JSON.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <string>
 #include <vector>

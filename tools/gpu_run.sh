@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the GPU tests and the benchmarks on a device host from a bundle made by
+# ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
+#   tools/gpu_run.sh [tests|bench|precompile|all]
+set -uo pipefail
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+bin=.gpu/bin
+what=${1:-all}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+if [[ $what == tests || $what == all ]]; then
+  "$bin/specjit_gpu_tests" 2>&1 | tee "$out/gpu_tests.txt" | tail -25
+fi
+if [[ $what == bench || $what == all ]]; then
+  "$bin/specjit-bench" engine --json "$out/engine-h200.json" 2>&1 | tee "$out/engine.txt"
+  "$bin/specjit-bench" inv-rope --json "$out/inv-rope-h200.json" 2>&1 | tee "$out/inv-rope.txt"
+  "$bin/specjit-bench" inv-rope --groups 1 --heads-per-group 1 --json "$out/inv-rope-1x1-h200.json" \
+    2>&1 | tail -14
+  "$bin/specjit-bench" recompile-trace --report "$out/recompile-trace-h200.json" 2>&1 |
+    grep -v warning | tee "$out/recompile-trace.txt"
+fi
+if [[ $what == precompile || $what == all ]]; then
+  for j in 1 $(nproc); do
+    dir=$(mktemp -d)
+    "$bin/specjit" precompile --cache-dir "$dir" -j "$j" --json | tee -a "$out/precompile.txt"
+    rm -rf "$dir"
+  done
+fi
