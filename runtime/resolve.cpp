@@ -131,9 +131,12 @@ struct Request {
 };
 
 llvm::json::Object event_base(llvm::StringRef name, const Request& request) {
+  // The policies ride along so that `specjit precompile --from-log` can rebuild the exact
+  // definition that produced the variant.
   return llvm::json::Object{{"event", name.str()},
                             {"kernel", request.kernel.def.id},
                             {"variant", llvm::json::Object(request.variant)},
+                            {"policies", policies_object(request.kernel.def)},
                             {"key", request.key.hex()}};
 }
 
@@ -209,6 +212,7 @@ static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out,
   llvm::json::Object event = event_base("disk_hit", request);
   event["ms"] = milliseconds_since(start);
   event["layer"] = static_cast<int64_t>(result.hit->location.layer);
+  event["arch"] = request.inputs.arch.name();
   engine.log.write(std::move(event));
   note_variant(engine, request);
   return true;
