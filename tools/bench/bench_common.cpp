@@ -34,6 +34,17 @@ llvm::json::Object machine_description() {
   return machine;
 }
 
+ScratchDir::ScratchDir(llvm::StringRef prefix) {
+  llvm::SmallString<128> path;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(prefix, path)) {
+    llvm::errs() << "specjit-bench: cannot create a temporary directory: " << ec.message() << "\n";
+    std::exit(1);
+  }
+  m_path = std::string(path);
+}
+
+ScratchDir::~ScratchDir() { llvm::sys::fs::remove_directories(m_path); }
+
 double median(std::vector<double> values) {
   if (values.empty())
     return 0;

@@ -24,6 +24,20 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
 
 double median(std::vector<double> values);
 
+// A fresh directory in the system's temporary directory; removed (with its contents) when the
+// object goes out of scope.
+class ScratchDir {
+public:
+  explicit ScratchDir(llvm::StringRef prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+};
+
 // Writes {"machine": ..., <fields>} to path (creating folders); prints where it went.
 bool write_report(const std::string& path, llvm::json::Object fields);
 

@@ -162,9 +162,10 @@ int run_engine_bench(int argc, char** argv) {
   std::string cache_dir = flags.get("--cache-dir", "");
   if (flags.has("--load-only"))
     return load_only(cache_dir, variants, flags.has("--gpu"));
+  std::optional<ScratchDir> scratch;
   if (cache_dir.empty()) {
-    char pattern[] = "/tmp/specjit-bench-XXXXXX";
-    cache_dir = check(llvm::Expected<std::string>(mkdtemp(pattern)), "temp dir");
+    scratch.emplace("specjit-bench");
+    cache_dir = scratch->path();
   }
   bool gpu = runtime::device_available();
   runtime::Engine engine(bench_config(cache_dir));

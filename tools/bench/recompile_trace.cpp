@@ -190,14 +190,13 @@ int run_recompile_trace(int argc, char** argv) {
   }
 
   std::set<int64_t> distinct(trace.begin(), trace.end());
-  char trace_pattern[] = "/tmp/specjit-trace-XXXXXX";
-  int trace_fd = mkstemp(trace_pattern);
+  ScratchDir scratch("specjit-trace");
+  std::string trace_path = scratch.path() + "/trace.txt";
   {
-    std::ofstream out(trace_pattern);
+    std::ofstream out(trace_path);
     for (int64_t t : trace)
       out << t << "\n";
   }
-  close(trace_fd);
 
   llvm::json::Array policies;
   // With --json, stdout carries the JSON object alone; the table goes to stderr.
@@ -205,8 +204,7 @@ int run_recompile_trace(int argc, char** argv) {
   std::fprintf(table, "%-8s %9s %9s %9s %10s %12s %10s\n", "policy", "requests", "distinct", "compiles",
               "compile_s", "warm_compiles", "wall_s");
   for (const char* policy : {"exact", "triton", "dynamic"}) {
-    char pattern[] = "/tmp/specjit-trace-cache-XXXXXX";
-    std::string cache_dir = mkdtemp(pattern);
+    std::string cache_dir = scratch.path() + "/" + policy; // a fresh cache per policy
     auto result = replay(policy, cache_dir, trace, gpu ? &buffers : nullptr, options);
     if (!result) {
       llvm::errs() << "specjit-bench: policy " << policy << ": "
@@ -216,7 +214,7 @@ int run_recompile_trace(int argc, char** argv) {
     std::string command = fmt::format(
         "'{}' recompile-trace --trace '{}' --replay-policy {} --cache-dir '{}' --groups {} "
         "--heads-per-group {}",
-        argv[0], trace_pattern, policy, cache_dir, options.num_groups, options.heads_per_group);
+        argv[0], trace_path, policy, cache_dir, options.num_groups, options.heads_per_group);
     FILE* pipe = popen(command.c_str(), "r");
     unsigned long long warm = ~0ull;
     if (pipe == nullptr || std::fscanf(pipe, "%llu", &warm) != 1 || pclose(pipe) != 0) {
@@ -236,7 +234,6 @@ int run_recompile_trace(int argc, char** argv) {
         {"wall_seconds",
          result->wall_seconds ? llvm::json::Value(*result->wall_seconds) : llvm::json::Value(nullptr)}});
   }
-  unlink(trace_pattern);
   llvm::json::Object report{{"policies", std::move(policies)}};
   if (flags.has("--json"))
     llvm::outs() << llvm::json::Value(llvm::json::Object(report)) << "\n";
