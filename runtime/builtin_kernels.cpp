@@ -1,5 +1,6 @@
 #include "runtime/builtin_kernels.h"
 
+#include "runtime/ops/fused_moe.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
 
 #include <llvm/ADT/STLExtras.h>
@@ -16,8 +17,14 @@ KernelDef scale_tokens_kernel(Policy num_tokens_policy) {
 }
 
 llvm::ArrayRef<KernelDef> builtin_kernels() {
-  static const std::vector<KernelDef> kernels = {scale_tokens_kernel(),
-                                                 ops::inv_rope_fp8_quant_kernel()};
+  static const std::vector<KernelDef> kernels = [] {
+    std::vector<KernelDef> all = {scale_tokens_kernel(), ops::inv_rope_fp8_quant_kernel()};
+    // The MoE layer's kernels; their variants come from "moe" models in manifests, never from
+    // the default manifest (one set per model shape).
+    for (KernelDef& def : ops::moe_kernels())
+      all.push_back(std::move(def));
+    return all;
+  }();
   return kernels;
 }
 

@@ -1,0 +1,109 @@
+// The fused Mixture-of-Experts layer (FP8 W8A8 per-tensor, and bf16); the contract is in
+// ../shared/KERNELS.md, "Fused MoE", and docs/moe.md:
+//
+//   route   router_logits f32[T, E] -> softmax -> top-k (highest first, lowest id on ties),
+//           weights optionally renormalized to sum to 1: topk_weights f32[T, k], topk_ids i32[T, k]
+//   align   slots s = t * k + j grouped by expert, each expert padded to BLOCK_M:
+//           sorted_token_ids (padding = T * k), expert_ids per block, num_tokens_post_padded [1]
+//   gemm1   h = silu(x w1[e]^T) * (x w3[e]^T) with w13[e] = [w1; w3] of [2I, H]; FP8:
+//           acc * (a1_scale * w13_scale[e]), then e4m3(h * (1 / a2_scale)) (static scale)
+//   gemm2   y = (acc(h w2[e]^T) * (a2_scale * w2_scale[e])) * weight, bf16, per slot [T*k, H]
+//   reduce  out[t] = bf16(sum over j of y[t * k + j]) in fp32
+//
+// Every stage is also an op of its own (runtimes that already route call the later ones).
+// num_tokens is never compiled in: the tile configuration comes from its bucket
+// (runtime/ops/moe_config.h) and is one compiled variant per configuration.
+#pragma once
+
+#include "runtime/builtin_kernels.h"
+#include "runtime/engine.h"
+#include "runtime/ops/moe_config.h"
+#include "runtime/tensor.h"
+
+#include <optional>
+
+namespace specjit::ops {
+
+// Kernel definitions (template parameters in order; num_tokens is a dynamic spec word):
+//   moe_route<experts, top_k, renormalize, num_tokens>
+//   moe_align<experts, block_m, num_tokens>
+//   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
+//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I)
+//   moe_reduce<top_k, num_tokens>
+runtime::KernelDef moe_route_kernel();
+runtime::KernelDef moe_align_kernel();
+runtime::KernelDef moe_gemm_kernel(int gemm, MoeDType dtype); // gemm: 1 or 2
+runtime::KernelDef moe_reduce_kernel();
+std::vector<runtime::KernelDef> moe_kernels(); // all seven
+
+// Shape limits the kernels need: experts in [1, 1024], top_k in [1, min(experts, 32)], hidden
+// and intermediate multiples of 128 (FP8) / 64 (bf16) values, i.e. of 128 bytes.
+llvm::Error check_moe_shape(const MoeShape& shape);
+
+// The caller-provided scratch of fused_moe, carved into 256-byte-aligned regions.
+struct MoeWorkspaceLayout {
+  size_t topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
+         intermediate = 0, slot_out = 0;
+  size_t bytes = 0;           // total
+  int64_t max_padded = 0;     // capacity of sorted_ids (any block_m <= 256)
+};
+MoeWorkspaceLayout moe_workspace_layout(const MoeShape& shape, int64_t num_tokens);
+
+// Which stages fused_moe runs (benchmarks time the GEMMs alone with routing left in place).
+enum MoeStage : unsigned {
+  moe_stage_route = 1,
+  moe_stage_align = 2,
+  moe_stage_gemm1 = 4,
+  moe_stage_gemm2 = 8,
+  moe_stage_reduce = 16,
+  moe_stage_all = 31,
+};
+
+struct FusedMoeOptions {
+  bool renormalize = true;
+  const MoeConfigTable* table = nullptr;  // tuned table; nullptr: default rule
+  std::optional<MoeTileConfig> config;    // forces one configuration (tuning)
+  unsigned stages = moe_stage_all;
+};
+
+struct FusedMoeTensors {
+  runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
+  runtime::TensorRef router_logits; // [T, E] f32
+  runtime::TensorRef w13;           // [E, 2I, H] e4m3 / bf16 (gate rows, then up rows)
+  runtime::TensorRef w2;            // [E, H, I]
+  runtime::TensorRef a1_scale;      // fp8: f32[1]; bf16: unused
+  runtime::TensorRef w13_scale;     // fp8: f32[E]
+  runtime::TensorRef a2_scale;      // fp8: f32[1] (static scale of the intermediate)
+  runtime::TensorRef w2_scale;      // fp8: f32[E]
+  runtime::TensorRef out;           // [T, H] bf16
+  runtime::TensorRef workspace;     // u8[>= moe_workspace_layout(shape, T).bytes], 256-aligned
+};
+
+llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
+                      const FusedMoeTensors& tensors, const FusedMoeOptions& options,
+                      CUstream stream);
+
+// Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
+// rejects ids outside [0, E)); unchecked, the device drops out-of-range ids.
+llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
+                      const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
+                      bool renormalize, CUstream stream);
+llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_ids,
+                      int64_t experts, int block_m, const runtime::TensorRef& sorted_ids,
+                      const runtime::TensorRef& expert_ids,
+                      const runtime::TensorRef& num_post_padded, bool checked, CUstream stream);
+// Worst-case padded slot count for `slots` token x k slots over `experts` experts.
+int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
+
+// Every variant a layer of this shape can need: every kernel x every bucket's configuration
+// (arch picks the table entry). token_counts restricts the buckets to those counts' buckets.
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options, const Arch& arch,
+                   llvm::ArrayRef<int64_t> token_counts = {});
+
+// Makes every variant of fused_moe_variants ready without a GPU.
+llvm::Expected<std::vector<const runtime::Variant*>>
+prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const FusedMoeOptions& options,
+                  llvm::ArrayRef<int64_t> token_counts = {});
+
+} // namespace specjit::ops

@@ -1,0 +1,275 @@
+#include "runtime/ops/moe_config.h"
+
+#include "runtime/specialization.h"
+
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace specjit::ops {
+
+namespace {
+
+constexpr int k_row_bytes = 128; // BLOCK_K in bytes (kernels_src/moe/gemm.cu)
+constexpr unsigned k_max_shared = 227 * 1024;
+constexpr int64_t k_h200_sms = 132;
+
+// Shrinks block_n (and then warps_n) until the tile divides `rows` of the weight.
+GemmTile fit(GemmTile tile, int64_t out_columns, bool gated) {
+  auto divides = [&](const GemmTile& t) {
+    const int64_t per_tile = gated ? t.block_n / 2 : t.block_n;
+    return t.block_n % (16 * t.warps_n) == 0 && per_tile % 8 == 0 && out_columns % per_tile == 0;
+  };
+  while (!divides(tile) && tile.block_n > 16) {
+    tile.block_n /= 2;
+    while (tile.block_n % (16 * tile.warps_n) != 0 && tile.warps_n > 1)
+      tile.warps_n /= 2;
+  }
+  return tile;
+}
+
+llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_t out_columns,
+                       bool gated) {
+  auto bad = [&](const std::string& why) {
+    return make_error(Errc::invalid_argument, "fused_moe: {} tile n{} w{}x{} s{} (block_m {}): {}",
+                      which, t.block_n, t.warps_m, t.warps_n, t.stages, block_m, why);
+  };
+  if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
+    return bad("1 to 16 warps");
+  if (t.stages < 2 || t.stages > 8)
+    return bad("2 to 8 pipeline stages");
+  if (block_m % (16 * t.warps_m) != 0)
+    return bad("block_m must be a multiple of 16 x warps_m");
+  if (t.block_n < 16 || t.block_n % (16 * t.warps_n) != 0)
+    return bad("block_n must be a multiple of 16 x warps_n");
+  const int64_t per_tile = gated ? t.block_n / 2 : t.block_n;
+  if (out_columns % per_tile != 0)
+    return bad(fmt::format("{} output columns are not a multiple of {}", out_columns, per_tile));
+  if (moe_gemm_shared_bytes(block_m, t) > k_max_shared)
+    return bad("more than 227 KiB of shared memory");
+  return llvm::Error::success();
+}
+
+// JSON helpers: integer fields with a named error.
+llvm::Expected<int64_t> field(const llvm::json::Object& object, llvm::StringRef name,
+                              llvm::StringRef where) {
+  auto value = object.getInteger(name);
+  if (!value)
+    return make_error(Errc::invalid_argument, "moe config table: {}: missing integer '{}'",
+                      where.str(), name.str());
+  return *value;
+}
+
+llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::StringRef where) {
+  if (object == nullptr)
+    return make_error(Errc::invalid_argument, "moe config table: {}: expected an object",
+                      where.str());
+  GemmTile tile;
+  int* targets[] = {&tile.block_n, &tile.warps_m, &tile.warps_n, &tile.stages};
+  const char* names[] = {"block_n", "warps_m", "warps_n", "stages"};
+  for (int i = 0; i < 4; ++i) {
+    auto value = field(*object, names[i], where);
+    if (!value)
+      return value.takeError();
+    *targets[i] = static_cast<int>(*value);
+  }
+  return tile;
+}
+
+llvm::json::Object tile_json(const GemmTile& t) {
+  return llvm::json::Object{{"block_n", t.block_n},
+                            {"warps_m", t.warps_m},
+                            {"warps_n", t.warps_n},
+                            {"stages", t.stages}};
+}
+
+} // namespace
+
+llvm::StringRef moe_dtype_name(MoeDType dtype) { return dtype == MoeDType::fp8 ? "fp8" : "bf16"; }
+
+std::string MoeTileConfig::describe() const {
+  return fmt::format("m{} g1[n{} w{}x{} s{}] g2[n{} w{}x{} s{}]", block_m, gemm1.block_n,
+                     gemm1.warps_m, gemm1.warps_n, gemm1.stages, gemm2.block_n, gemm2.warps_m,
+                     gemm2.warps_n, gemm2.stages);
+}
+
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile) {
+  return static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes);
+}
+
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch) const {
+  for (const MoeConfigEntry& entry : entries)
+    if (entry.shape == shape && entry.arch == arch && !entry.buckets.empty())
+      return &entry;
+  return nullptr;
+}
+
+const std::vector<int64_t>& default_moe_buckets() {
+  static const std::vector<int64_t> buckets = {4, 16, 64, 256, 1024, 4096};
+  return buckets;
+}
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens) {
+  const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
+  const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
+  const int64_t experts_hit = std::min(shape.experts, slots);
+  MoeTileConfig c;
+  if (per_expert <= 16) {
+    // Weight streaming: 16-row tiles; narrow enough that the experts hit fill the GPU twice.
+    c.block_m = 16;
+    c.gemm1 = {64, 1, 4, 4};
+    c.gemm2 = {64, 1, 4, 4};
+    if (experts_hit * (2 * shape.intermediate / 64) < 2 * k_h200_sms)
+      c.gemm1 = {32, 1, 2, 6};
+    if (experts_hit * (shape.hidden / 64) < 2 * k_h200_sms)
+      c.gemm2 = {32, 1, 2, 6};
+  } else if (per_expert <= 48) {
+    c.block_m = 32;
+    c.gemm1 = {128, 2, 2, 4};
+    c.gemm2 = {128, 2, 2, 4};
+  } else if (per_expert <= 128) {
+    c.block_m = 64;
+    c.gemm1 = {128, 2, 2, 4};
+    c.gemm2 = {128, 2, 2, 4};
+  } else {
+    c.block_m = 128;
+    c.gemm1 = {128, 2, 4, 3};
+    c.gemm2 = {128, 2, 4, 3};
+  }
+  c.gemm1 = fit(c.gemm1, shape.intermediate, true);
+  c.gemm2 = fit(c.gemm2, shape.hidden, false);
+  return c;
+}
+
+llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config) {
+  if (config.block_m < 16 || config.block_m > 256 || config.block_m % 16 != 0)
+    return make_error(Errc::invalid_argument,
+                      "fused_moe: block_m must be a multiple of 16 in [16, 256], got {}",
+                      config.block_m);
+  if (auto err = check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true))
+    return err;
+  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false);
+}
+
+llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
+                                                     const Arch& arch,
+                                                     const MoeConfigTable* table) {
+  ResolvedMoeConfig resolved;
+  const MoeConfigEntry* entry = table ? table->find(shape, arch) : nullptr;
+  if (entry)
+    for (const MoeConfigBucket& bucket : entry->buckets)
+      resolved.bounds.push_back(bucket.max_tokens);
+  else
+    resolved.bounds = default_moe_buckets();
+  auto spec = runtime::specialize(runtime::Policy::bucketed(resolved.bounds), num_tokens);
+  if (!spec)
+    return spec.takeError();
+  resolved.bucket = spec->raw();
+  if (entry) {
+    for (const MoeConfigBucket& bucket : entry->buckets)
+      if (bucket.max_tokens == resolved.bucket)
+        resolved.config = bucket.config;
+  } else {
+    resolved.config = default_moe_config(shape, resolved.bucket);
+  }
+  if (auto err = check_moe_config(shape, resolved.config))
+    return err;
+  return resolved;
+}
+
+llvm::Expected<MoeConfigTable> parse_moe_config_table(llvm::StringRef json_text) {
+  auto root = llvm::json::parse(json_text);
+  if (!root)
+    return make_error(Errc::invalid_argument, "moe config table: {}",
+                      llvm::toString(root.takeError()));
+  const llvm::json::Object* top = root->getAsObject();
+  const llvm::json::Array* entries = top ? top->getArray("entries") : nullptr;
+  if (entries == nullptr)
+    return make_error(Errc::invalid_argument, "moe config table: expected {\"entries\": [...]}");
+  MoeConfigTable table;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    const std::string where = fmt::format("entries[{}]", i);
+    const llvm::json::Object* e = (*entries)[i].getAsObject();
+    if (e == nullptr)
+      return make_error(Errc::invalid_argument, "moe config table: {}: expected an object", where);
+    MoeConfigEntry entry;
+    int64_t* targets[] = {&entry.shape.experts, &entry.shape.intermediate, &entry.shape.hidden,
+                          &entry.shape.top_k};
+    const char* names[] = {"experts", "intermediate", "hidden", "top_k"};
+    for (int f = 0; f < 4; ++f) {
+      auto value = field(*e, names[f], where);
+      if (!value)
+        return value.takeError();
+      *targets[f] = *value;
+    }
+    auto dtype = e->getString("dtype");
+    if (!dtype || (*dtype != "fp8" && *dtype != "bf16"))
+      return make_error(Errc::invalid_argument, "moe config table: {}: dtype must be fp8 or bf16",
+                        where);
+    entry.shape.dtype = *dtype == "fp8" ? MoeDType::fp8 : MoeDType::bf16;
+    auto arch = Arch::parse(e->getString("arch").getValueOr(""));
+    if (!arch)
+      return make_error(Errc::invalid_argument, "moe config table: {}: {}", where,
+                        llvm::toString(arch.takeError()));
+    entry.arch = *arch;
+    const llvm::json::Array* buckets = e->getArray("buckets");
+    if (buckets == nullptr || buckets->empty())
+      return make_error(Errc::invalid_argument, "moe config table: {}: no buckets", where);
+    for (size_t b = 0; b < buckets->size(); ++b) {
+      const std::string at = fmt::format("{}.buckets[{}]", where, b);
+      const llvm::json::Object* o = (*buckets)[b].getAsObject();
+      if (o == nullptr)
+        return make_error(Errc::invalid_argument, "moe config table: {}: expected an object", at);
+      MoeConfigBucket bucket;
+      auto max_tokens = field(*o, "max_tokens", at);
+      if (!max_tokens)
+        return max_tokens.takeError();
+      auto block_m = field(*o, "block_m", at);
+      if (!block_m)
+        return block_m.takeError();
+      bucket.max_tokens = *max_tokens;
+      bucket.config.block_m = static_cast<int>(*block_m);
+      auto g1 = parse_tile(o->getObject("gemm1"), at + ".gemm1");
+      if (!g1)
+        return g1.takeError();
+      auto g2 = parse_tile(o->getObject("gemm2"), at + ".gemm2");
+      if (!g2)
+        return g2.takeError();
+      bucket.config.gemm1 = *g1;
+      bucket.config.gemm2 = *g2;
+      if (!entry.buckets.empty() && entry.buckets.back().max_tokens >= bucket.max_tokens)
+        return make_error(Errc::invalid_argument,
+                          "moe config table: {}: max_tokens must strictly increase", at);
+      if (auto err = check_moe_config(entry.shape, bucket.config))
+        return make_error(Errc::invalid_argument, "moe config table: {}: {}", at,
+                          llvm::toString(std::move(err)));
+      entry.buckets.push_back(bucket);
+    }
+    table.entries.push_back(std::move(entry));
+  }
+  return table;
+}
+
+llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table) {
+  llvm::json::Array entries;
+  for (const MoeConfigEntry& entry : table.entries) {
+    llvm::json::Array buckets;
+    for (const MoeConfigBucket& b : entry.buckets)
+      buckets.push_back(llvm::json::Object{{"max_tokens", b.max_tokens},
+                                           {"block_m", b.config.block_m},
+                                           {"gemm1", tile_json(b.config.gemm1)},
+                                           {"gemm2", tile_json(b.config.gemm2)}});
+    entries.push_back(llvm::json::Object{{"experts", entry.shape.experts},
+                                         {"intermediate", entry.shape.intermediate},
+                                         {"hidden", entry.shape.hidden},
+                                         {"top_k", entry.shape.top_k},
+                                         {"dtype", moe_dtype_name(entry.shape.dtype)},
+                                         {"arch", entry.arch.name()},
+                                         {"buckets", std::move(buckets)}});
+  }
+  return llvm::json::Object{{"version", 1}, {"entries", std::move(entries)}};
+}
+
+} // namespace specjit::ops

@@ -1,0 +1,102 @@
+// Tile configurations of the fused MoE layer, as data (../../docs/moe.md, "Tile configurations").
+//
+// A table maps (experts, intermediate, hidden, top_k, dtype, arch) to token-count buckets, each
+// with one configuration: the block size the grouping pads to (BLOCK_M, shared by both GEMMs)
+// and per GEMM the tile width BLOCK_N, the warp grid and the pipeline depth (BLOCK_K is fixed
+// at 128 bytes of K: 128 e4m3 or 64 bf16 values). The op maps num_tokens to its bucket with the
+// `bucketed` policy over the table's bounds; the bucket's configuration values become exact
+// template arguments, so each configuration is one compiled variant and num_tokens stays a
+// run-time argument. Without a matching table entry default_moe_config() decides.
+//
+// JSON (written by `specjit-bench moe --tune`, read by parse_moe_config_table):
+//   {"version": 1, "entries": [{"experts": 128, "intermediate": 768, "hidden": 2048, "top_k": 8,
+//     "dtype": "fp8", "arch": "sm_90a", "buckets": [{"max_tokens": 16, "block_m": 16,
+//     "gemm1": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}, "gemm2": {...}}]}]}
+// Token counts above the last bucket's max_tokens use the last bucket.
+#pragma once
+
+#include "support/arch.h"
+
+#include <llvm/Support/Error.h>
+#include <llvm/Support/JSON.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace specjit::ops {
+
+enum class MoeDType : uint8_t { fp8, bf16 };
+llvm::StringRef moe_dtype_name(MoeDType dtype); // "fp8", "bf16"
+
+// One MoE layer's sizes (per tensor-parallel shard: intermediate is I / tp).
+struct MoeShape {
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  int64_t hidden = 0;       // H: GEMM1's K, GEMM2's N
+  int64_t intermediate = 0; // I: GEMM1 produces 2I (gate, up), GEMM2's K
+  MoeDType dtype = MoeDType::fp8;
+
+  friend bool operator==(const MoeShape&, const MoeShape&) = default;
+};
+
+struct GemmTile {
+  int block_n = 64;
+  int warps_m = 1;
+  int warps_n = 4;
+  int stages = 4;
+  friend bool operator==(const GemmTile&, const GemmTile&) = default;
+};
+
+struct MoeTileConfig {
+  int block_m = 16;
+  GemmTile gemm1, gemm2;
+  friend bool operator==(const MoeTileConfig&, const MoeTileConfig&) = default;
+  std::string describe() const; // "m16 g1[n64 w1x4 s4] g2[n64 w1x4 s4]"
+};
+
+struct MoeConfigBucket {
+  int64_t max_tokens = 0;
+  MoeTileConfig config;
+};
+
+struct MoeConfigEntry {
+  MoeShape shape;
+  Arch arch;
+  std::vector<MoeConfigBucket> buckets; // ascending max_tokens
+};
+
+struct MoeConfigTable {
+  std::vector<MoeConfigEntry> entries;
+  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch) const;
+};
+
+llvm::Expected<MoeConfigTable> parse_moe_config_table(llvm::StringRef json_text);
+llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
+
+// The bucket bounds used without a table: 4, 16, 64, 256, 1024, 4096.
+const std::vector<int64_t>& default_moe_buckets();
+
+// The rule for a shape and a (bucket's upper bound of the) token count: small tiles that keep
+// enough CTAs streaming weights while few tokens reach each expert, larger ones as the GEMMs
+// turn compute-bound. Always valid for the shape (see check_moe_config).
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens);
+
+// Whether the kernels can run `config` on `shape`: tile divisibility, warp grid, shared memory.
+llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config);
+
+// The configuration for a call: the table's entry for (shape, arch) when there is one (else the
+// default buckets and rule), the bucket of num_tokens, and that bucket's configuration.
+struct ResolvedMoeConfig {
+  std::vector<int64_t> bounds; // the bucketed policy's bounds
+  int64_t bucket = 0;          // num_tokens' bucket (an upper bound)
+  MoeTileConfig config;
+};
+llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
+                                                     const Arch& arch,
+                                                     const MoeConfigTable* table);
+
+// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes.
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile);
+
+} // namespace specjit::ops

@@ -1,0 +1,191 @@
+// fused_moe without a GPU: every variant the three reference models' manifests derive
+// (docs/examples/manifests) compiles for sm_90a with zero spills through the engine's prepare,
+// and the op validates its arguments on the host before anything touches a device.
+#include "engine_fixture.h"
+
+#include "runtime/engine.h"
+#include "runtime/manifest.h"
+#include "runtime/ops/fused_moe.h"
+
+#include "support/error.h"
+
+using namespace specjit;
+using namespace specjit::runtime;
+using namespace specjit::ops;
+using specjit::test::TempDir;
+
+namespace {
+
+std::vector<VariantRequest> manifest_requests(const std::string& name) {
+  const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/" + name;
+  auto requests = parse_manifest(test::read_file(path), path);
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  return std::move(*requests);
+}
+
+void check_manifest_compiles(const std::string& name) {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto requests = manifest_requests(name);
+  CHECK(requests.size() >= 5);
+  for (const VariantRequest& request : requests) {
+    auto id = engine.add_kernel(request.def);
+    REQUIRE_MESSAGE(static_cast<bool>(id), llvm::toString(id.takeError()));
+    auto variant = engine.prepare(*id, request.values);
+    REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+    INFO((*variant)->name_expression << ": " << (*variant)->registers << " registers");
+    CHECK((*variant)->spill_bytes == 0);
+    CHECK((*variant)->registers <= 255);
+  }
+}
+
+constexpr CUdeviceptr k_base = 0x7f0000000000ull;
+
+struct Args {
+  MoeShape shape{8, 2, 256, 128, MoeDType::fp8};
+  FusedMoeTensors t;
+  explicit Args(int64_t tokens) {
+    const MoeShape& s = shape;
+    t.hidden = {k_base, DType::e4m3, {tokens, s.hidden}, {}};
+    t.router_logits = {k_base + 0x1000000, DType::f32, {tokens, s.experts}, {}};
+    t.w13 = {k_base + 0x2000000, DType::e4m3, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+    t.w2 = {k_base + 0x3000000, DType::e4m3, {s.experts, s.hidden, s.intermediate}, {}};
+    t.a1_scale = {k_base + 0x4000000, DType::f32, {1}, {}};
+    t.w13_scale = {k_base + 0x4001000, DType::f32, {s.experts}, {}};
+    t.a2_scale = {k_base + 0x4002000, DType::f32, {1}, {}};
+    t.w2_scale = {k_base + 0x4003000, DType::f32, {s.experts}, {}};
+    t.out = {k_base + 0x5000000, DType::bf16, {tokens, s.hidden}, {}};
+    t.workspace = {k_base + 0x6000000, DType::u8,
+                   {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
+  }
+};
+
+void check_rejected(const Args& args, const std::string& fragment) {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  ErrorSummary error = summarize(fused_moe(engine, args.shape, args.t, {}, nullptr));
+  INFO("message: " << error.message);
+  CHECK(error.code == Errc::invalid_argument);
+  CHECK(error.message.find(fragment) != std::string::npos);
+  CHECK(engine.stats().requests == 0);
+}
+
+} // namespace
+
+TEST_CASE("every variant of the Qwen3-30B-A3B manifest compiles for sm_90a without spills") {
+  check_manifest_compiles("qwen3-30b-a3b.json");
+}
+
+TEST_CASE("every variant of the Mixtral-8x7B manifest compiles for sm_90a without spills") {
+  check_manifest_compiles("mixtral-8x7b.json");
+}
+
+TEST_CASE("every variant of the DeepSeek-V3 TP8 manifest compiles for sm_90a without spills") {
+  check_manifest_compiles("deepseek-v3-tp8.json");
+}
+
+TEST_CASE("fused_moe names the argument whose shape, dtype or alignment is wrong") {
+  SUBCASE("hidden dtype") {
+    Args a(4);
+    a.t.hidden.dtype = DType::bf16;
+    check_rejected(a, "hidden: expected e4m3[*, 256], got bf16[4, 256]");
+  }
+  SUBCASE("w13 shape") {
+    Args a(4);
+    a.t.w13.shape = {8, 128, 256};
+    check_rejected(a, "w13: expected e4m3[8, 256, 256]");
+  }
+  SUBCASE("w2 transposed") {
+    Args a(4);
+    a.t.w2.shape = {8, 128, 256};
+    check_rejected(a, "w2: expected e4m3[8, 256, 128]");
+  }
+  SUBCASE("router logits tokens") {
+    Args a(4);
+    a.t.router_logits.shape = {3, 8};
+    check_rejected(a, "router_logits: expected f32[4, 8]");
+  }
+  SUBCASE("w13_scale per expert") {
+    Args a(4);
+    a.t.w13_scale.shape = {1};
+    check_rejected(a, "w13_scale: expected f32[8]");
+  }
+  SUBCASE("out dtype") {
+    Args a(4);
+    a.t.out.dtype = DType::f32;
+    check_rejected(a, "out: expected bf16[4, 256]");
+  }
+  SUBCASE("misaligned hidden") {
+    Args a(4);
+    a.t.hidden.data += 8;
+    check_rejected(a, "hidden: data address");
+  }
+  SUBCASE("strided w2") {
+    Args a(4);
+    a.t.w2.strides = {256 * 128, 1, 256};
+    check_rejected(a, "w2: expected a contiguous");
+  }
+  SUBCASE("small workspace") {
+    Args a(4);
+    a.t.workspace.shape = {1024};
+    check_rejected(a, "workspace: needs at least");
+  }
+  SUBCASE("intermediate not a multiple of 128 bytes") {
+    Args a(4);
+    a.shape.intermediate = 100;
+    check_rejected(a, "intermediate must be a positive multiple of 128");
+  }
+  SUBCASE("top_k above the expert count") {
+    Args a(4);
+    a.shape.top_k = 9;
+    check_rejected(a, "top_k must be in [1, min(experts, 32)]");
+  }
+}
+
+TEST_CASE("tile configurations are checked against the shape") {
+  MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
+  for (int64_t tokens : {1, 4, 16, 64, 256, 1024, 4096, 100000})
+    CHECK(!check_moe_config(shape, default_moe_config(shape, tokens)));
+  MoeTileConfig bad = default_moe_config(shape, 1);
+  bad.gemm2.block_n = 48;
+  CHECK(static_cast<bool>(check_moe_config(shape, bad)));
+  llvm::consumeError(check_moe_config(shape, bad));
+  bad = default_moe_config(shape, 1);
+  bad.block_m = 8;
+  ErrorSummary error = summarize(check_moe_config(shape, bad));
+  CHECK(error.message.find("block_m") != std::string::npos);
+}
+
+TEST_CASE("a tuned table overrides the default rule for its shape only") {
+  const char* json = R"({"version": 1, "entries": [{"experts": 128, "intermediate": 768,
+    "hidden": 2048, "top_k": 8, "dtype": "fp8", "arch": "sm_90a", "buckets": [
+    {"max_tokens": 8, "block_m": 16, "gemm1": {"block_n": 32, "warps_m": 1, "warps_n": 2,
+     "stages": 5}, "gemm2": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}},
+    {"max_tokens": 512, "block_m": 64, "gemm1": {"block_n": 128, "warps_m": 2, "warps_n": 2,
+     "stages": 4}, "gemm2": {"block_n": 128, "warps_m": 2, "warps_n": 2, "stages": 4}}]}]})";
+  auto table = parse_moe_config_table(json);
+  REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
+  MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
+  auto small = resolve_moe_config(shape, 3, Arch{9, 0, true}, &*table);
+  REQUIRE(static_cast<bool>(small));
+  CHECK(small->bucket == 8);
+  CHECK(small->config.gemm1.stages == 5);
+  auto big = resolve_moe_config(shape, 9999, Arch{9, 0, true}, &*table);
+  REQUIRE(static_cast<bool>(big));
+  CHECK(big->bucket == 512);
+  CHECK(big->config.block_m == 64);
+  MoeShape other = shape;
+  other.dtype = MoeDType::bf16;
+  auto fallback = resolve_moe_config(other, 3, Arch{9, 0, true}, &*table);
+  REQUIRE(static_cast<bool>(fallback));
+  CHECK(fallback->bounds == default_moe_buckets());
+  // The table survives a round trip through JSON.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(*table);
+  os.flush();
+  auto again = parse_moe_config_table(text);
+  REQUIRE(static_cast<bool>(again));
+  CHECK(again->entries.size() == 1);
+  CHECK(again->entries[0].buckets[0].config == table->entries[0].buckets[0].config);
+}

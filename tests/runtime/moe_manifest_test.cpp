@@ -1,0 +1,118 @@
+// The "moe" model type of precompile manifests: every kernel of the layer for every bucket's
+// tile configuration, tensor-parallel sharding of the intermediate size, and clear errors.
+#include "runtime/manifest.h"
+#include "runtime/ops/fused_moe.h"
+
+#include "test_support.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+using namespace specjit;
+using namespace specjit::runtime;
+
+namespace {
+
+std::vector<VariantRequest> parse(const std::string& text) {
+  auto requests = parse_manifest(text, "m.json");
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  return std::move(*requests);
+}
+
+std::string parse_error(const std::string& text) {
+  auto requests = parse_manifest(text, "m.json");
+  REQUIRE(!requests);
+  return llvm::toString(requests.takeError());
+}
+
+int64_t value_of(const VariantRequest& r, const std::string& name) {
+  for (size_t p = 0; p < r.def.params.size(); ++p)
+    if (r.def.params[p].name == name)
+      return r.values[p];
+  return -1;
+}
+
+} // namespace
+
+TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
+  auto requests = parse(R"({"models": [{"type": "moe", "experts": 128, "top_k": 8,
+      "hidden": 2048, "intermediate": 768, "dtype": "fp8"}]})");
+  std::map<std::string, int> per_kernel;
+  std::set<std::vector<int64_t>> gemm1_configs;
+  for (const VariantRequest& r : requests) {
+    ++per_kernel[r.def.id];
+    if (r.def.id == "moe_gemm1_fp8") {
+      CHECK(value_of(r, "n") == 768);
+      CHECK(value_of(r, "k") == 2048);
+      gemm1_configs.insert({r.values.begin(), r.values.end() - 1});
+    }
+    if (r.def.id == "moe_gemm2_fp8") {
+      CHECK(value_of(r, "n") == 2048);
+      CHECK(value_of(r, "k") == 768);
+    }
+  }
+  CHECK(per_kernel["moe_route"] == 1); // num_tokens is dynamic: one routing variant
+  CHECK(per_kernel["moe_reduce"] == 1);
+  CHECK(per_kernel.count("moe_gemm1_bf16") == 0);
+  // One GEMM variant per distinct configuration among the default buckets.
+  std::set<std::vector<int64_t>> expected;
+  ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
+  std::set<int> block_ms;
+  for (int64_t bucket : ops::default_moe_buckets()) {
+    ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
+    expected.insert({768, 2048, c.block_m, c.gemm1.block_n, c.gemm1.warps_m, c.gemm1.warps_n,
+                     c.gemm1.stages});
+    block_ms.insert(c.block_m);
+  }
+  CHECK(gemm1_configs == expected);
+  CHECK(per_kernel["moe_align"] == static_cast<int>(block_ms.size()));
+  CHECK(per_kernel["moe_gemm1_fp8"] == static_cast<int>(expected.size()));
+}
+
+TEST_CASE("tp divides the intermediate size and num_tokens restricts the buckets") {
+  auto requests = parse(R"({"models": [{"type": "moe", "experts": 256, "top_k": 8,
+      "hidden": 7168, "intermediate": 2048, "tp": 8, "dtype": "bf16", "num_tokens": [1]}]})");
+  int gemms = 0;
+  for (const VariantRequest& r : requests) {
+    if (r.def.id == "moe_gemm1_bf16") {
+      ++gemms;
+      CHECK(value_of(r, "n") == 256);
+    }
+    CHECK(r.def.id.find("fp8") == std::string::npos);
+  }
+  CHECK(gemms == 1);
+  CHECK(requests.size() == 5);
+}
+
+TEST_CASE("the example manifests derive the three reference models") {
+  for (const char* name : {"qwen3-30b-a3b.json", "mixtral-8x7b.json", "deepseek-v3-tp8.json"}) {
+    CAPTURE(name);
+    const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/" + name;
+    auto requests = parse_manifest(test::read_file(path), path);
+    REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+    std::set<std::string> kernels;
+    for (const VariantRequest& r : *requests)
+      kernels.insert(r.def.id);
+    CHECK(kernels.count("moe_route") == 1);
+    CHECK(kernels.count("moe_align") == 1);
+    CHECK(kernels.count("moe_reduce") == 1);
+    CHECK((kernels.count("moe_gemm1_fp8") == 1 || kernels.count("moe_gemm1_bf16") == 1));
+  }
+}
+
+TEST_CASE("moe models report bad fields with their line") {
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+      "intermediate": 14336, "dtype": "fp16"}]})")
+            .find("dtype") != std::string::npos);
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+      "intermediate": 14336, "tp": 3}]})")
+            .find("not divisible by tp 3") != std::string::npos);
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2,
+      "intermediate": 14336}]})")
+            .find("m.json:1: field 'models[0].hidden': missing") != std::string::npos);
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 9, "hidden": 4096,
+      "intermediate": 14336}]})")
+            .find("top_k") != std::string::npos);
+}
