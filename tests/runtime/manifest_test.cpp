@@ -106,7 +106,7 @@ TEST_CASE("missing and unknown parameters, bad policies and bad versions are err
       "num_tokens": 1}}]})")
             .find("field 'variants[0].values.cols': expected an integer >= 0") !=
         std::string::npos);
-  CHECK(parse_error(R"({"models": [{"type": "moe"}]})")
+  CHECK(parse_error(R"({"models": [{"type": "no_such_model"}]})")
             .find("field 'models[0].type': unknown model type") != std::string::npos);
   CHECK(parse_error(R"({"models": [{"type": "inv_rope_fp8_quant", "groups": 2}]})")
             .find("field 'models[0].heads_per_group': missing") != std::string::npos);
