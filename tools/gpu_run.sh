@@ -13,17 +13,23 @@ if [[ $what == tests || $what == all ]]; then
   "$bin/specjit_gpu_tests" 2>&1 | tee "$out/gpu_tests.txt" | tail -25
 fi
 if [[ $what == bench || $what == all ]]; then
-  "$bin/specjit-bench" engine --json "$out/engine-h200.json" 2>&1 | tee "$out/engine.txt"
-  "$bin/specjit-bench" inv-rope --json "$out/inv-rope-h200.json" 2>&1 | tee "$out/inv-rope.txt"
+  "$bin/specjit-bench" engine --json "$out/engine-h200.json" 2>&1
+  "$bin/specjit-bench" inv-rope --json "$out/inv-rope-h200.json" 2>&1
   "$bin/specjit-bench" inv-rope --groups 1 --heads-per-group 1 --json "$out/inv-rope-1x1-h200.json" \
     2>&1 | tail -14
   "$bin/specjit-bench" recompile-trace --report "$out/recompile-trace-h200.json" 2>&1 |
-    grep -v warning | tee "$out/recompile-trace.txt"
+    grep -v warning
 fi
 if [[ $what == precompile || $what == all ]]; then
-  for j in 1 $(nproc); do
-    dir=$(mktemp -d)
-    "$bin/specjit" precompile --cache-dir "$dir" -j "$j" --json | tee -a "$out/precompile.txt"
-    rm -rf "$dir"
+  # The built-in default manifest, and a 50-variant manifest, at -j1 and -j<cores>.
+  for manifest in "" docs/bench/precompile-bench-manifest.json; do
+    for j in 1 $(nproc); do
+      dir=$(mktemp -d)
+      echo "manifest=${manifest:-default} j=$j" | tee -a "$out/precompile.txt"
+      "$bin/specjit" precompile --cache-dir "$dir" -j "$j" ${manifest:+--manifest $manifest} --json \
+        | tr -d '\n ' | tee -a "$out/precompile.txt"
+      echo | tee -a "$out/precompile.txt"
+      rm -rf "$dir"
+    done
   done
 fi
