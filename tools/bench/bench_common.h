@@ -55,5 +55,6 @@ bool parse_flags(int argc, char** argv, int first, const std::vector<std::string
 int run_engine_bench(int argc, char** argv);
 int run_recompile_trace(int argc, char** argv);
 int run_inv_rope_bench(int argc, char** argv);
+int run_moe_bench(int argc, char** argv);
 
 } // namespace specjit::bench

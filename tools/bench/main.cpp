@@ -2,6 +2,7 @@
 //   specjit-bench engine            launch overhead, lookup cost, disk-load cost (issue: engine)
 //   specjit-bench recompile-trace   what each num_tokens policy costs a serving trace
 //   specjit-bench inv-rope          the fused inverse-RoPE + FP8 quantization kernel
+//   specjit-bench moe               the fused MoE layer (and --tune: its tile table)
 #include "bench_common.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -11,7 +12,7 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope [flags]\n"
+    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
     return run_recompile_trace(argc, argv);
   if (mode == "inv-rope")
     return run_inv_rope_bench(argc, argv);
+  if (mode == "moe")
+    return run_moe_bench(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
                << "'; expected engine, recompile-trace or inv-rope\n";
   return 2;

@@ -1,0 +1,317 @@
+// fused_moe on the GPU for the three reference models (Qwen3-30B-A3B, Mixtral-8x7B,
+// DeepSeek-V3 TP8) at T in {1, 3, 16, 64, 200, 1024}, FP8 and bf16: random never-zero weights
+// and inputs, poisoned outputs and workspace; routing ids exactly the reference's, grouping equal
+// (padded count, expert per block, the slots of every block as a set), and a sample of output
+// rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32).
+#include "engine_fixture.h"
+#include "reference/inv_rope_reference.h"
+#include "reference/moe_reference.h"
+
+#include "runtime/driver.h"
+#include "runtime/engine.h"
+#include "runtime/ops/fused_moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+using namespace specjit;
+using namespace specjit::runtime;
+using namespace specjit::ops;
+using specjit::test::TempDir;
+
+namespace {
+
+constexpr uint8_t k_poison = 0xCD;
+const int64_t k_token_counts[] = {1, 3, 16, 64, 200, 1024};
+
+void require_ok(llvm::Error error) {
+  if (error)
+    FAIL(llvm::toString(std::move(error)));
+}
+
+const Driver& drv() {
+  auto table = driver();
+  if (!table)
+    FAIL(llvm::toString(table.takeError()));
+  return *table;
+}
+
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes) : m_bytes(bytes) {
+    if (bytes != 0)
+      require_ok(drv().check(drv().cuMemAlloc(&m_ptr, bytes), "cuMemAlloc"));
+  }
+  ~DeviceBuffer() {
+    if (m_ptr != 0)
+      drv().cuMemFree(m_ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  CUdeviceptr ptr() const { return m_ptr; }
+  void upload(const void* host, size_t bytes) {
+    require_ok(drv().check(drv().cuMemcpyHtoD(m_ptr, host, bytes), "cuMemcpyHtoD"));
+  }
+  void download(void* host, size_t bytes, size_t offset = 0) const {
+    require_ok(drv().check(drv().cuMemcpyDtoH(host, m_ptr + offset, bytes), "cuMemcpyDtoH"));
+  }
+  void poison() { require_ok(drv().check(drv().cuMemsetD8(m_ptr, k_poison, m_bytes), "memset")); }
+
+private:
+  CUdeviceptr m_ptr = 0;
+  size_t m_bytes = 0;
+};
+
+uint64_t splitmix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Never-zero random values straight from bits: e4m3 with |v| in [1/8, 15]; bf16 with |v| in
+// [2^-shift / 8, 2^-shift * 2). Filled in parallel (Mixtral's bf16 weights are 2.8 GB).
+void fill_random(void* data, size_t count, bool fp8, int shift, uint64_t seed) {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < threads; ++w)
+    pool.emplace_back([=] {
+      uint64_t state = seed * 1000003 + w;
+      const size_t begin = count * w / threads, end = count * (w + 1) / threads;
+      for (size_t i = begin; i < end; ++i) {
+        const uint64_t r = splitmix(state);
+        if (fp8) {
+          const uint8_t exponent = static_cast<uint8_t>(4 + r % 7); // 2^-3 .. 2^3
+          static_cast<uint8_t*>(data)[i] =
+              static_cast<uint8_t>(((r >> 8) & 0x80) | (exponent << 3) | ((r >> 16) & 7));
+        } else {
+          const uint32_t exponent = static_cast<uint32_t>(127 - shift - 3 + r % 5);
+          static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(
+              ((r >> 8) & 0x8000) | (exponent << 7) | ((r >> 16) & 0x7f));
+        }
+      }
+    });
+  for (std::thread& t : pool)
+    t.join();
+}
+
+struct Model {
+  const char* name;
+  MoeShape shape;
+  int64_t sampled_tokens; // rows compared with the CPU reference
+};
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+void run_model(const Model& model) {
+  const MoeShape& s = model.shape;
+  const bool fp8 = s.dtype == MoeDType::fp8;
+  const size_t elem = fp8 ? 1 : 2;
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  require_ok(engine.make_context_current());
+
+  // Weights, scaled so activations stay O(1): w13 ~ 1/sqrt(H), w2 ~ 1/sqrt(I).
+  const size_t w13_count = s.experts * 2 * s.intermediate * s.hidden;
+  const size_t w2_count = s.experts * s.hidden * s.intermediate;
+  std::vector<uint8_t> w13(w13_count * elem), w2(w2_count * elem);
+  const int shift1 = static_cast<int>(std::lround(std::log2(std::sqrt(double(s.hidden)))));
+  const int shift2 = static_cast<int>(std::lround(std::log2(std::sqrt(double(s.intermediate)))));
+  fill_random(w13.data(), w13_count, fp8, shift1, 11);
+  fill_random(w2.data(), w2_count, fp8, shift2, 12);
+  std::vector<float> w13_scale(s.experts), w2_scale(s.experts);
+  for (int64_t e = 0; e < s.experts; ++e) {
+    w13_scale[e] = static_cast<float>((0.75 + 0.5 * e / s.experts) / (8.0 * std::sqrt(double(s.hidden))));
+    w2_scale[e] = static_cast<float>((0.75 + 0.5 * e / s.experts) / (8.0 * std::sqrt(double(s.intermediate))));
+  }
+  const float a1_scale = 1.0f / 16.0f, a2_scale = 1.0f / 64.0f;
+  DeviceBuffer w13_d(w13.size()), w2_d(w2.size()), w13s_d(s.experts * 4), w2s_d(s.experts * 4),
+      a1_d(4), a2_d(4);
+  w13_d.upload(w13.data(), w13.size());
+  w2_d.upload(w2.data(), w2.size());
+  w13s_d.upload(w13_scale.data(), s.experts * 4);
+  w2s_d.upload(w2_scale.data(), s.experts * 4);
+  a1_d.upload(&a1_scale, 4);
+  a2_d.upload(&a2_scale, 4);
+
+  reference::MoeWeights ref;
+  ref.experts = s.experts;
+  ref.top_k = s.top_k;
+  ref.hidden = s.hidden;
+  ref.intermediate = s.intermediate;
+  ref.fp8 = fp8;
+  ref.w13 = w13.data();
+  ref.w2 = w2.data();
+  ref.a1_scale = a1_scale;
+  ref.a2_scale = a2_scale;
+  ref.w13_scale = w13_scale.data();
+  ref.w2_scale = w2_scale.data();
+
+  for (int64_t tokens : k_token_counts) {
+    INFO(model.name << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
+    std::vector<uint8_t> x(tokens * s.hidden * elem);
+    fill_random(x.data(), tokens * s.hidden, fp8, 0, 100 + tokens);
+    std::vector<float> logits(tokens * s.experts);
+    uint64_t state = 7 + tokens;
+    for (float& l : logits)
+      l = static_cast<float>(splitmix(state) >> 40) * 0x1.0p-24f * 6.0f - 3.0f;
+
+    const MoeWorkspaceLayout layout = moe_workspace_layout(s, tokens);
+    DeviceBuffer x_d(x.size()), logits_d(logits.size() * 4), out_d(tokens * s.hidden * 2),
+        work_d(layout.bytes);
+    x_d.upload(x.data(), x.size());
+    logits_d.upload(logits.data(), logits.size() * 4);
+    out_d.poison();
+    work_d.poison();
+
+    FusedMoeTensors t;
+    const DType dtype = fp8 ? DType::e4m3 : DType::bf16;
+    t.hidden = {x_d.ptr(), dtype, {tokens, s.hidden}, {}};
+    t.router_logits = {logits_d.ptr(), DType::f32, {tokens, s.experts}, {}};
+    t.w13 = {w13_d.ptr(), dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+    t.w2 = {w2_d.ptr(), dtype, {s.experts, s.hidden, s.intermediate}, {}};
+    t.a1_scale = {a1_d.ptr(), DType::f32, {1}, {}};
+    t.w13_scale = {w13s_d.ptr(), DType::f32, {s.experts}, {}};
+    t.a2_scale = {a2_d.ptr(), DType::f32, {1}, {}};
+    t.w2_scale = {w2s_d.ptr(), DType::f32, {s.experts}, {}};
+    t.out = {out_d.ptr(), DType::bf16, {tokens, s.hidden}, {}};
+    t.workspace = {work_d.ptr(), DType::u8, {static_cast<int64_t>(layout.bytes)}, {}};
+    require_ok(fused_moe(engine, s, t, {}, nullptr));
+    require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+
+    // Routing: ids exactly, weights to float rounding.
+    const int64_t slots = tokens * s.top_k;
+    reference::MoeRouting routing =
+        reference::moe_route(logits.data(), tokens, s.experts, s.top_k, true);
+    std::vector<int32_t> ids(slots);
+    std::vector<float> weights(slots);
+    work_d.download(ids.data(), slots * 4, layout.topk_ids);
+    work_d.download(weights.data(), slots * 4, layout.topk_weights);
+    CHECK(ids == routing.ids);
+    float worst_weight = 0;
+    for (int64_t i = 0; i < slots; ++i)
+      worst_weight = std::max(worst_weight, std::fabs(weights[i] - routing.weights[i]));
+    CHECK(worst_weight < 1e-5f);
+
+    // Grouping, at the block size the op chose for this T.
+    auto resolved = resolve_moe_config(s, tokens, engine.arch(), nullptr);
+    REQUIRE(static_cast<bool>(resolved));
+    const int block_m = resolved->config.block_m;
+    reference::MoeGrouping grouping = reference::moe_align(routing.ids, s.experts, block_m);
+    int32_t padded = 0;
+    work_d.download(&padded, 4, layout.num_post_padded);
+    REQUIRE(padded == grouping.num_post_padded);
+    std::vector<int32_t> sorted(padded), experts_of_block(padded / block_m);
+    work_d.download(sorted.data(), padded * 4, layout.sorted_ids);
+    work_d.download(experts_of_block.data(), experts_of_block.size() * 4, layout.expert_ids);
+    CHECK(experts_of_block == grouping.expert_ids);
+    bool blocks_equal = true;
+    {
+      // Per expert: the multiset of its segment.
+      int32_t at = 0;
+      for (int32_t b = 0; b <= padded / block_m && at < padded; ++b) {
+        int32_t end = at;
+        while (end < padded && experts_of_block[end / block_m] == experts_of_block[at / block_m])
+          end += block_m;
+        std::vector<int32_t> got(sorted.begin() + at, sorted.begin() + end);
+        std::vector<int32_t> want(grouping.sorted_ids.begin() + at,
+                                  grouping.sorted_ids.begin() + end);
+        std::sort(got.begin(), got.end());
+        std::sort(want.begin(), want.end());
+        blocks_equal = blocks_equal && got == want;
+        at = end;
+      }
+    }
+    CHECK(blocks_equal);
+
+    // Output: no poison left anywhere, and a sample of rows against the reference.
+    std::vector<uint16_t> out(tokens * s.hidden);
+    out_d.download(out.data(), out.size() * 2);
+    const uint16_t poison = static_cast<uint16_t>(k_poison | (k_poison << 8));
+    CHECK(std::count(out.begin(), out.end(), poison) == 0);
+    std::vector<int64_t> sample;
+    const int64_t count = std::min(tokens, model.sampled_tokens);
+    for (int64_t i = 0; i < count; ++i)
+      sample.push_back(count == 1 ? 0 : i * (tokens - 1) / (count - 1));
+    std::vector<float> got(count * s.hidden), emulated(count * s.hidden), exact(count * s.hidden);
+    std::vector<std::thread> pool;
+    for (int64_t i = 0; i < count; ++i)
+      pool.emplace_back([&, i] {
+        const int64_t tok = sample[i];
+        const void* row = x.data() + tok * s.hidden * elem;
+        reference::moe_token_emulated(ref, row, &routing.ids[tok * s.top_k],
+                                      &routing.weights[tok * s.top_k], &emulated[i * s.hidden]);
+        reference::moe_token_fp32(ref, row, &routing.ids[tok * s.top_k],
+                                  &routing.weights[tok * s.top_k], &exact[i * s.hidden]);
+        for (int64_t h = 0; h < s.hidden; ++h)
+          got[i * s.hidden + h] = reference::bf16_to_float(out[tok * s.hidden + h]);
+      });
+    for (std::thread& thread : pool)
+      thread.join();
+    const double vs_emulated = relative_error(got, emulated);
+    const double vs_fp32 = relative_error(got, exact);
+    MESSAGE(model.name << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
+                       << resolved->config.describe() << "): rel. error vs emulated "
+                       << vs_emulated << ", vs fp32 " << vs_fp32 << " over " << count
+                       << " rows");
+    if (fp8)
+      CHECK(vs_emulated <= 3e-3);
+    else
+      CHECK(vs_fp32 <= 1e-2);
+  }
+}
+
+const Model k_qwen{"Qwen3-30B-A3B", {128, 8, 2048, 768, MoeDType::fp8}, 48};
+const Model k_mixtral{"Mixtral-8x7B", {8, 2, 4096, 14336, MoeDType::fp8}, 12};
+const Model k_deepseek{"DeepSeek-V3-TP8", {256, 8, 7168, 256, MoeDType::fp8}, 48};
+
+Model as_bf16(Model model) {
+  model.shape.dtype = MoeDType::bf16;
+  return model;
+}
+
+} // namespace
+
+TEST_CASE("fused_moe FP8 matches the emulating reference for Qwen3-30B-A3B") {
+  if (!specjit::test::gpu_or_skip("fused_moe fp8 qwen3"))
+    return;
+  run_model(k_qwen);
+}
+
+TEST_CASE("fused_moe FP8 matches the emulating reference for Mixtral-8x7B") {
+  if (!specjit::test::gpu_or_skip("fused_moe fp8 mixtral"))
+    return;
+  run_model(k_mixtral);
+}
+
+TEST_CASE("fused_moe FP8 matches the emulating reference for DeepSeek-V3 TP8") {
+  if (!specjit::test::gpu_or_skip("fused_moe fp8 deepseek"))
+    return;
+  run_model(k_deepseek);
+}
+
+TEST_CASE("fused_moe bf16 matches the fp32 reference for Qwen3-30B-A3B") {
+  if (!specjit::test::gpu_or_skip("fused_moe bf16 qwen3"))
+    return;
+  run_model(as_bf16(k_qwen));
+}
+
+TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
+  if (!specjit::test::gpu_or_skip("fused_moe bf16 mixtral"))
+    return;
+  run_model(as_bf16(k_mixtral));
+}
+
+TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {
+  if (!specjit::test::gpu_or_skip("fused_moe bf16 deepseek"))
+    return;
+  run_model(as_bf16(k_deepseek));
+}

@@ -1,0 +1,376 @@
+// specjit-bench moe: the fused MoE layer on the three reference shapes (KERNELS.md, "Fused
+// MoE"), FP8 and bf16, T in {1, 4, 16, 64, 256, 1024, 4096}: GEMM-only µs (GEMM1 + GEMM2, the
+// peer's measure) and whole-layer µs (routing, grouping, GEMMs, reduction), fraction of the
+// memory floor (distinct experts' w13 + w2 bytes / 4.46 TB/s), TFLOP/s, next to vLLM's Triton
+// figures. Timed as CUDA-graph replays of many launches (device events).
+//   --tune   measures candidate tile configurations per token-count bucket and writes the
+//            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json)
+//   --table  uses a tuned table instead of the default rule
+#include "bench_common.h"
+
+#include "runtime/driver.h"
+#include "runtime/ops/fused_moe.h"
+
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace specjit::bench {
+
+namespace {
+
+using namespace specjit::ops;
+using runtime::DType;
+
+constexpr double k_stream_bytes_per_s = 4.46e12;
+
+template <typename T> T must(llvm::Expected<T> value, const char* what) {
+  if (!value) {
+    llvm::errs() << "specjit-bench moe: " << what << ": " << llvm::toString(value.takeError())
+                 << "\n";
+    std::exit(1);
+  }
+  return std::move(*value);
+}
+
+void must(llvm::Error err, const char* what) {
+  if (err) {
+    llvm::errs() << "specjit-bench moe: " << what << ": " << llvm::toString(std::move(err)) << "\n";
+    std::exit(1);
+  }
+}
+
+struct Model {
+  const char* name;
+  MoeShape shape;
+  double peer_us[7]; // vLLM Triton GEMM-only, FP8, at k_tokens
+};
+
+const int64_t k_tokens[] = {1, 4, 16, 64, 256, 1024, 4096};
+const Model k_models[] = {
+    {"qwen3-30b-a3b", {128, 8, 2048, 768, MoeDType::fp8}, {18.6, 41.5, 100.9, 152.2, 167.3, 211.6, 538.0}},
+    {"mixtral-8x7b", {8, 2, 4096, 14336, MoeDType::fp8}, {101.4, 253.2, 327.7, 332.9, 385.6, 847.3, 2686.2}},
+    {"deepseek-v3-tp8", {256, 8, 7168, 256, MoeDType::fp8}, {30.1, 53.9, 139.9, 302.6, 359.7, 464.1, 863.8}},
+};
+
+struct Buffers {
+  const runtime::Driver& drv;
+  CUdeviceptr x = 0, logits = 0, w13 = 0, w2 = 0, scales = 0, out = 0, work = 0;
+  ~Buffers() {
+    for (CUdeviceptr p : {x, logits, w13, w2, scales, out, work})
+      if (p)
+        drv.cuMemFree(p);
+  }
+};
+
+CUdeviceptr alloc(const runtime::Driver& drv, size_t bytes, uint32_t pattern) {
+  CUdeviceptr p = 0;
+  must(drv.check(drv.cuMemAlloc(&p, std::max<size_t>(bytes, 256)), "cuMemAlloc"), "alloc");
+  must(drv.check(drv.cuMemsetD32(p, pattern, std::max<size_t>(bytes, 256) / 4), "cuMemsetD32"),
+       "fill");
+  return p;
+}
+
+FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens) {
+  const DType dtype = s.dtype == MoeDType::fp8 ? DType::e4m3 : DType::bf16;
+  FusedMoeTensors t;
+  t.hidden = {b.x, dtype, {tokens, s.hidden}, {}};
+  t.router_logits = {b.logits, DType::f32, {tokens, s.experts}, {}};
+  t.w13 = {b.w13, dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+  t.w2 = {b.w2, dtype, {s.experts, s.hidden, s.intermediate}, {}};
+  t.a1_scale = {b.scales, DType::f32, {1}, {}};
+  t.a2_scale = {b.scales, DType::f32, {1}, {}};
+  t.w13_scale = {b.scales, DType::f32, {s.experts}, {}};
+  t.w2_scale = {b.scales, DType::f32, {s.experts}, {}};
+  t.out = {b.out, DType::bf16, {tokens, s.hidden}, {}};
+  t.workspace = {b.work, DType::u8, {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
+  return t;
+}
+
+// Median µs of one call, from graph replays of `per_graph` calls.
+double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
+               const FusedMoeTensors& t, const FusedMoeOptions& options, CUstream stream) {
+  must(fused_moe(engine, s, t, options, stream), "warm-up");
+  CUevent start, stop;
+  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  drv.cuEventRecord(start, stream);
+  must(fused_moe(engine, s, t, options, stream), "probe");
+  drv.cuEventRecord(stop, stream);
+  drv.cuEventSynchronize(stop);
+  float probe_ms = 0;
+  drv.cuEventElapsedTime(&probe_ms, start, stop);
+  const int per_graph = std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), 1, 50);
+  must(drv.check(drv.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "capture"),
+       "capture");
+  for (int i = 0; i < per_graph; ++i)
+    must(fused_moe(engine, s, t, options, stream), "launch");
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  must(drv.check(drv.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture"), "capture");
+  must(drv.check(drv.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate"), "graph");
+  drv.cuGraphDestroy(graph);
+  std::vector<double> samples;
+  for (int r = 0; r < 7; ++r) {
+    drv.cuEventRecord(start, stream);
+    must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
+    drv.cuEventRecord(stop, stream);
+    drv.cuEventSynchronize(stop);
+    float ms = 0;
+    drv.cuEventElapsedTime(&ms, start, stop);
+    samples.push_back(ms * 1000.0 / per_graph);
+  }
+  drv.cuGraphExecDestroy(exec);
+  drv.cuEventDestroy(start);
+  drv.cuEventDestroy(stop);
+  return median(samples);
+}
+
+struct Setup {
+  std::unique_ptr<Buffers> buffers;
+  int64_t max_tokens = 0;
+};
+
+Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_tokens) {
+  Setup setup;
+  setup.max_tokens = max_tokens;
+  setup.buffers = std::make_unique<Buffers>(Buffers{drv});
+  Buffers& b = *setup.buffers;
+  const size_t elem = s.dtype == MoeDType::fp8 ? 1 : 2;
+  // Non-zero constant data: 0x38 = 1.0 in e4m3; 0x3c00 = 2^-7 in bf16.
+  const uint32_t pattern = s.dtype == MoeDType::fp8 ? 0x38383838u : 0x3c003c00u;
+  b.x = alloc(drv, max_tokens * s.hidden * elem, pattern);
+  b.w13 = alloc(drv, s.experts * 2 * s.intermediate * s.hidden * elem, pattern);
+  b.w2 = alloc(drv, s.experts * s.hidden * s.intermediate * elem, pattern);
+  b.scales = alloc(drv, s.experts * 4, 0x3c000000u); // 2^-7
+  b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
+  b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
+  std::vector<float> logits(max_tokens * s.experts);
+  std::mt19937 generator(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& l : logits)
+    l = normal(generator);
+  b.logits = alloc(drv, logits.size() * 4, 0);
+  must(drv.check(drv.cuMemcpyHtoD(b.logits, logits.data(), logits.size() * 4), "upload"), "upload");
+  return setup;
+}
+
+int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,
+                         int64_t tokens) {
+  std::vector<int32_t> ids(tokens * s.top_k);
+  must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
+  must(drv.check(drv.cuMemcpyDtoH(ids.data(), b.work + moe_workspace_layout(s, tokens).topk_ids,
+                                  ids.size() * 4),
+                 "download"),
+       "download");
+  return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
+}
+
+std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens) {
+  const int64_t per_expert = (tokens * s.top_k + s.experts - 1) / s.experts;
+  std::vector<MoeTileConfig> list = {default_moe_config(s, tokens)};
+  auto add = [&](int bm, GemmTile g1, GemmTile g2) { list.push_back({bm, g1, g2}); };
+  if (per_expert <= 16) {
+    add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
+    add(16, {32, 1, 2, 6}, {32, 1, 2, 6});
+    add(16, {128, 1, 4, 4}, {128, 1, 4, 4});
+    add(16, {64, 1, 2, 6}, {64, 1, 4, 6});
+  } else if (per_expert <= 48) {
+    add(32, {128, 2, 2, 4}, {128, 2, 2, 4});
+    add(32, {64, 2, 2, 4}, {64, 2, 2, 4});
+    add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
+  } else if (per_expert <= 128) {
+    add(64, {128, 2, 2, 4}, {128, 2, 2, 4});
+    add(64, {128, 2, 4, 3}, {128, 2, 4, 3});
+    add(32, {128, 2, 2, 4}, {128, 2, 2, 4});
+  } else {
+    add(128, {128, 2, 4, 3}, {128, 2, 4, 3});
+    add(128, {128, 4, 2, 3}, {128, 4, 2, 3});
+    add(64, {128, 2, 2, 4}, {128, 2, 2, 4});
+    add(128, {128, 2, 4, 4}, {128, 2, 4, 4});
+  }
+  std::vector<MoeTileConfig> valid;
+  for (const MoeTileConfig& c : list) {
+    if (auto err = check_moe_config(s, c)) {
+      llvm::consumeError(std::move(err));
+      continue;
+    }
+    if (std::find(valid.begin(), valid.end(), c) == valid.end())
+      valid.push_back(c);
+  }
+  return valid;
+}
+
+// Compiles every candidate's variants on all cores first (the engine is thread-safe).
+void precompile(runtime::Engine& engine, const MoeShape& s,
+                const std::vector<std::pair<int64_t, MoeTileConfig>>& work) {
+  std::vector<runtime::VariantRequest> requests;
+  for (const auto& [tokens, config] : work) {
+    FusedMoeOptions options;
+    options.config = config;
+    auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}), "variants");
+    requests.insert(requests.end(), list.begin(), list.end());
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < requests.size();) {
+        auto id = engine.add_kernel(requests[i].def);
+        if (id)
+          llvm::consumeError(engine.prepare(*id, requests[i].values).takeError());
+        else
+          llvm::consumeError(id.takeError());
+      }
+    });
+  for (std::thread& t : pool)
+    t.join();
+}
+
+} // namespace
+
+int run_moe_bench(int argc, char** argv) {
+  Flags flags;
+  if (!parse_flags(argc, argv, 2, {"--json", "--table", "--table-out", "--models", "--dtypes"},
+                   {"--help", "--tune"}, flags))
+    return 2;
+  if (flags.has("--help")) {
+    llvm::outs() << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
+                    "[--table-out PATH]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n";
+    return 0;
+  }
+  auto config = must(Config::from_environment(), "config");
+  runtime::Engine engine(config);
+  must(engine.make_context_current(), "device");
+  const runtime::Driver& drv = must(runtime::driver(), "driver");
+  CUstream stream = nullptr;
+  must(drv.check(drv.cuStreamCreate(&stream, 0), "cuStreamCreate"), "stream");
+
+  MoeConfigTable table;
+  const bool use_table = flags.has("--table");
+  if (use_table) {
+    auto buffer = must(llvm::errorOrToExpected(llvm::MemoryBuffer::getFile(flags.get("--table", ""))),
+                       "read table");
+    table = must(parse_moe_config_table(buffer->getBuffer()), "parse table");
+  }
+  const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
+  const std::string dtypes = flags.get("--dtypes", flags.has("--tune") ? "fp8,bf16" : "fp8,bf16");
+
+  llvm::json::Array rows;
+  MoeConfigTable tuned;
+  llvm::outs() << fmt::format("{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n",
+                              "model", "dt", "T", "gemm_us", "layer_us", "floor%", "TFLOP/s",
+                              "peer_us", "x_peer", "config");
+  for (const Model& model : k_models) {
+    if (models.find(std::string(model.name).substr(0, 5)) == std::string::npos)
+      continue;
+    for (MoeDType dtype : {MoeDType::fp8, MoeDType::bf16}) {
+      if (dtypes.find(moe_dtype_name(dtype).str()) == std::string::npos)
+        continue;
+      MoeShape s = model.shape;
+      s.dtype = dtype;
+      Setup setup = make_setup(drv, s, 4096);
+      const double expert_bytes = (3.0 * s.intermediate * s.hidden) * (dtype == MoeDType::fp8 ? 1 : 2);
+      MoeConfigEntry entry{s, engine.arch(), {}};
+      if (flags.has("--tune")) {
+        std::vector<std::pair<int64_t, MoeTileConfig>> work;
+        for (int64_t bucket : default_moe_buckets())
+          for (const MoeTileConfig& c : candidates(s, bucket))
+            work.push_back({bucket, c});
+        precompile(engine, s, work);
+      } else if (!use_table) {
+        std::vector<std::pair<int64_t, MoeTileConfig>> work;
+        for (int64_t tokens : k_tokens)
+          work.push_back({tokens, default_moe_config(s, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").bucket)});
+        precompile(engine, s, work);
+      }
+      for (size_t i = 0; i < std::size(k_tokens); ++i) {
+        const int64_t tokens = k_tokens[i];
+        FusedMoeTensors t = tensors(*setup.buffers, s, tokens);
+        FusedMoeOptions options;
+        if (use_table)
+          options.table = &table;
+        MoeTileConfig chosen = must(resolve_moe_config(s, tokens, engine.arch(), options.table), "config").config;
+        if (flags.has("--tune")) {
+          double best = 1e30;
+          for (const MoeTileConfig& c : candidates(s, tokens)) {
+            FusedMoeOptions o;
+            o.config = c;
+            must(fused_moe(engine, s, t, o, stream), "route");
+            o.stages = moe_stage_gemm1 | moe_stage_gemm2;
+            const double us = time_us(engine, drv, s, t, o, stream);
+            if (us < best) {
+              best = us;
+              chosen = c;
+            }
+          }
+          entry.buckets.push_back({tokens, chosen});
+          options.config = chosen;
+        }
+        const double layer_us = time_us(engine, drv, s, t, options, stream);
+        FusedMoeOptions gemms = options;
+        gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
+        const double gemm_us = time_us(engine, drv, s, t, gemms, stream);
+        const int64_t distinct = distinct_experts(drv, *setup.buffers, s, tokens);
+        const double floor_us = distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
+        const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
+        const double tflops = flops / (gemm_us * 1e-6) / 1e12;
+        const double peer = dtype == MoeDType::fp8 ? model.peer_us[i] : 0.0;
+        llvm::outs() << fmt::format(
+            "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>6.0f}% {:>8.1f} {:>9} {:>7}  {}\n", model.name,
+            moe_dtype_name(dtype).str(), tokens, gemm_us, layer_us, 100.0 * floor_us / gemm_us,
+            tflops, peer > 0 ? fmt::format("{:.1f}", peer) : "-",
+            peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
+        llvm::outs().flush();
+        llvm::json::Object row{{"model", model.name},
+                               {"dtype", moe_dtype_name(dtype)},
+                               {"tokens", tokens},
+                               {"experts", s.experts},
+                               {"top_k", s.top_k},
+                               {"hidden", s.hidden},
+                               {"intermediate", s.intermediate},
+                               {"gemm_us", gemm_us},
+                               {"layer_us", layer_us},
+                               {"distinct_experts", distinct},
+                               {"floor_us", floor_us},
+                               {"fraction_of_floor", floor_us / gemm_us},
+                               {"tflops", tflops},
+                               {"config", chosen.describe()}};
+        if (peer > 0) {
+          row["peer_gemm_us"] = peer;
+          row["speedup_vs_peer"] = peer / gemm_us;
+        }
+        rows.push_back(std::move(row));
+      }
+      if (flags.has("--tune"))
+        tuned.entries.push_back(std::move(entry));
+    }
+  }
+  if (flags.has("--tune")) {
+    const std::string out = flags.get("--table-out", "docs/moe-configs-h200.json");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(out, ec);
+    if (ec) {
+      llvm::errs() << "specjit-bench moe: cannot write " << out << ": " << ec.message() << "\n";
+      return 1;
+    }
+    os << llvm::formatv("{0:2}", moe_config_table_to_json(tuned)) << "\n";
+    llvm::outs() << "tuned table written to " << out << "\n";
+  }
+  const std::string path = flags.get("--json", "docs/bench/moe-h200.json");
+  return write_report(path, llvm::json::Object{{"kernel", "fused_moe"},
+                                               {"timing", "CUDA graph replay, device events, median"},
+                                               {"memory_floor_bytes_per_s", k_stream_bytes_per_s},
+                                               {"peer", "vLLM Triton fused_moe_kernel, GEMM1+GEMM2, FP8 per-tensor"},
+                                               {"tuned", flags.has("--tune")},
+                                               {"rows", std::move(rows)}})
+             ? 0
+             : 1;
+}
+
+} // namespace specjit::bench
