@@ -156,7 +156,7 @@ void run_model(const Model& model) {
   ref.w2_scale = w2_scale.data();
 
   for (int64_t tokens : k_token_counts) {
-    INFO(model.name << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
+    INFO(std::string(model.name) << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
     std::vector<uint8_t> x(tokens * s.hidden * elem);
     fill_random(x.data(), tokens * s.hidden, fp8, 0, 100 + tokens);
     std::vector<float> logits(tokens * s.experts);
@@ -258,7 +258,7 @@ void run_model(const Model& model) {
       thread.join();
     const double vs_emulated = relative_error(got, emulated);
     const double vs_fp32 = relative_error(got, exact);
-    MESSAGE(model.name << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
+    MESSAGE(std::string(model.name) << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
                        << resolved->config.describe() << "): rel. error vs emulated "
                        << vs_emulated << ", vs fp32 " << vs_fp32 << " over " << count
                        << " rows");
