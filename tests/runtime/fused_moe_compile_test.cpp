@@ -189,3 +189,16 @@ TEST_CASE("a tuned table overrides the default rule for its shape only") {
   CHECK(again->entries.size() == 1);
   CHECK(again->entries[0].buckets[0].config == table->entries[0].buckets[0].config);
 }
+
+TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shapes") {
+  const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
+  auto table = parse_moe_config_table(test::read_file(path));
+  REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
+  for (MoeShape shape : {MoeShape{128, 8, 2048, 768, MoeDType::fp8},
+                         MoeShape{8, 2, 4096, 14336, MoeDType::fp8},
+                         MoeShape{256, 8, 7168, 256, MoeDType::fp8}}) {
+    const MoeConfigEntry* entry = table->find(shape, Arch{9, 0, true});
+    REQUIRE(entry != nullptr);
+    CHECK(entry->buckets.back().max_tokens == 4096);
+  }
+}

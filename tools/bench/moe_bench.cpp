@@ -301,7 +301,13 @@ int run_moe_bench(int argc, char** argv) {
           for (const MoeTileConfig& c : candidates(s, tokens)) {
             FusedMoeOptions o;
             o.config = c;
-            must(fused_moe(engine, s, t, o, stream), "route");
+            // A candidate the device rejects is reported and skipped, never fatal.
+            if (llvm::Error err = fused_moe(engine, s, t, o, stream)) {
+              llvm::errs() << "specjit-bench moe: candidate " << c.describe() << " at T=" << tokens
+                           << " failed: " << llvm::toString(std::move(err)) << "\n";
+              must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
+              continue;
+            }
             o.stages = moe_stage_gemm1 | moe_stage_gemm2;
             const double us = time_us(engine, drv, s, t, o, stream);
             if (us < best) {
