@@ -96,7 +96,15 @@ std::string MoeTileConfig::describe() const {
 }
 
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile) {
-  return static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes);
+  const unsigned stages = static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes);
+  // The kernel also has 8 * block_m bytes of static shared memory (row and slot indices). When
+  // static + dynamic passes 48 KiB but the dynamic part alone does not, the engine would not
+  // raise the function's dynamic limit and the launch fails (CUDA_ERROR_INVALID_VALUE, seen
+  // while tuning): ask for just over 48 KiB of dynamic memory so the limit is raised.
+  constexpr unsigned k_default_limit = 48 * 1024;
+  if (stages <= k_default_limit && stages + 8u * block_m > k_default_limit)
+    return k_default_limit + 16;
+  return stages;
 }
 
 const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch) const {

@@ -96,7 +96,8 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
                                                      const Arch& arch,
                                                      const MoeConfigTable* table);
 
-// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes.
+// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes (just over
+// 48 KiB when the kernel's static 8 * block_m bytes would push the total past 48 KiB).
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile);
 
 } // namespace specjit::ops

@@ -202,3 +202,10 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
     CHECK(entry->buckets.back().max_tokens == 4096);
   }
 }
+
+TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for the opt-in") {
+  // (32 + 64) rows x 128 bytes x 4 stages = 48 KiB exactly, plus 256 bytes of static indices.
+  CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}) > 48u * 1024);
+  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}) == (16u + 64) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}) == (64u + 128) * 128 * 4);
+}
