@@ -2,19 +2,30 @@
 // in ../../shared/KERNELS.md, "Fused inverse RoPE + FP8 quantization", and
 // runtime/ops/inv_rope_fp8_quant.h.
 //
-// One warp per (token, head): lane l holds elements [16 l, 16 l + 16) of the 512-element head
-// (two 16-byte loads), so a 128-element quantization block is 8 lanes and its amax is three
-// butterfly shuffles. Lanes 28..31 hold the rotated dims 448..511: each reads its 8 cos and 8
-// sin values with four 16-byte loads. Each lane writes its 16 fp8 bytes with one 16-byte store
-// (a warp writes 512 contiguous bytes) and the first lane of each block writes the scale.
-// Warps walk (token, head) items in a grid-stride loop, token-major, so consecutive warps read
-// consecutive 1 KiB rows of `o`.
+// Work unit: a warp's task is k_tokens_per_task (4) consecutive tokens of one head; items are
+// (token, head) rows. The 1 KiB bf16 row is read with two 16-byte loads per lane, each load of
+// the warp covering 512 contiguous bytes: lane l holds elements [8 l, 8 l + 8) of half 0
+// (elements 0..255) and of half 1 (256..511). A 128-element quantization block is 16 lanes of
+// one half, so each lane takes part in two blocks (amax: four butterfly shuffles each, after
+// which all 16 lanes hold the block's scale). Lanes 24..31 hold the rotated dims 448..511 in
+// half 1: each reads its 4 cos and 4 sin values with two 16-byte loads. Each lane writes 8 fp8
+// bytes per half (a warp writes 256 contiguous bytes per store), evict-first in L2.
+//
+// Scales: out_scales is token-contiguous per column, so one warp handling 4 tokens of a head
+// writes each of its 4 columns as one 16-byte run (lanes 0..3 and 16..19, one float each)
+// instead of 16 scattered 4-byte stores. Scattered scale stores cost ~13% of the large-T time
+// (docs/bench/inv-rope-notes.md); the same stores also write the zero TMA padding rows [T, Ta).
+//
+// The grid is persistent (the op sizes it from the SM count and the kernel's occupancy, with an
+// equal number of tasks per warp); warps walk the tasks in a grid-stride loop, token-block-
+// major, and each warp loads its next item's row into registers before it processes the
+// current one.
 //
 // Bit-exactness with the CPU reference (tests/reference/inv_rope_reference.cpp) rests on the
-// pinned operation order: y0 = fma(x0, c, x1*s), y1 = fma(x1, c, -(x0*s)); IEEE division for
-// amax / 448; the scale's exponent taken from bits; q = e4m3(y * 2^-k) with round-to-nearest-
-// even and saturation. All of it is written with explicit-rounding PTX (common/bf16.cuh), so no
-// NVRTC option can change it.
+// pinned operation order: y0 = fma(x0, c, x1*s), y1 = fma(x1, c, -(x0*s)); the scale
+// 2^ceil(log2(amax / 448)) equal to the reference's IEEE-division form (derived from amax's
+// bits, common/fp8.cuh); q = e4m3(y * 2^-k) with round-to-nearest-even and saturation. All of it is
+// written with explicit-rounding PTX (common/bf16.cuh), so no NVRTC option can change it.
 #include "common/bf16.cuh"
 #include "common/fp8.cuh"
 #include "common/spec.cuh"
@@ -23,14 +34,50 @@ namespace specjit_kernels {
 
 namespace inv_rope {
 constexpr int k_head_dim = 512;
+constexpr int k_half_dim = 256; // one 16-byte load per lane covers half a head
 constexpr int k_nope_dim = 448; // dims [0, 448) pass through
 constexpr int k_rope_pairs = 32;
 constexpr int k_quant_block = 128;
 constexpr int k_blocks_per_head = k_head_dim / k_quant_block;
-constexpr int k_elements_per_lane = 16;
-constexpr int k_lanes_per_block = k_quant_block / k_elements_per_lane; // 8
-constexpr int k_first_rope_lane = k_nope_dim / k_elements_per_lane;    // 28
-constexpr int k_warps_per_cta = 8; // the op launches 256-thread CTAs
+constexpr int k_elements_per_load = 8;                                             // per lane
+constexpr int k_lanes_per_block = k_quant_block / k_elements_per_load;             // 16
+constexpr int k_first_rope_lane = (k_nope_dim - k_half_dim) / k_elements_per_load; // 24 (half 1)
+constexpr int k_warps_per_cta = 8;   // the op launches 256-thread CTAs
+constexpr int k_tokens_per_task = 4; // the op sizes the grid from it
+
+__device__ __forceinline__ void widen(const U32x4& v, float (&y)[8]) {
+  const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    y[2 * w] = bf16_low(words[w]);
+    y[2 * w + 1] = bf16_high(words[w]);
+  }
+}
+
+// The block's scale: amax over this lane's 8 values, then over the 16 lanes of its block.
+__device__ __forceinline__ BlockScale block_scale(const float (&y)[8]) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    amax = max_f32(amax, abs_f32(y[e]));
+#pragma unroll
+  for (int mask = 1; mask < k_lanes_per_block; mask <<= 1)
+    amax = max_f32(amax, shfl_xor(amax, mask));
+  return e4m3_block_scale(amax);
+}
+
+// Quantizes this lane's 8 values and writes them (8 bytes, evict-first in L2: nothing reads
+// them again, and the scale lines still being filled should stay); returns the block's scale
+// (every lane of the block gets it).
+__device__ __forceinline__ float quantize_store(const float (&y)[8], unsigned char* out) {
+  const BlockScale scale = block_scale(y);
+  const unsigned q0 = e4m3x4(mul_rn(y[0], scale.inverse), mul_rn(y[1], scale.inverse),
+                             mul_rn(y[2], scale.inverse), mul_rn(y[3], scale.inverse));
+  const unsigned q1 = e4m3x4(mul_rn(y[4], scale.inverse), mul_rn(y[5], scale.inverse),
+                             mul_rn(y[6], scale.inverse), mul_rn(y[7], scale.inverse));
+  store_u32x2_streaming(out, q0, q1);
+  return scale.scale;
+}
 } // namespace inv_rope
 
 template <int GROUPS, int HEADS_PER_GROUP, long long NUM_TOKENS_SPEC>
@@ -41,6 +88,8 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
                        float* __restrict__ out_scales, int num_tokens) {
   using namespace inv_rope;
   static_assert(GROUPS >= 1 && HEADS_PER_GROUP >= 1, "at least one head");
+  constexpr int TOKENS_PER_TASK = k_tokens_per_task;
+  static_assert(TOKENS_PER_TASK == 4 || TOKENS_PER_TASK == 8, "4 or 8 tokens per task");
   constexpr int heads = GROUPS * HEADS_PER_GROUP;
   constexpr int scale_columns = HEADS_PER_GROUP * k_blocks_per_head; // k per group
 
@@ -48,87 +97,116 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
   const long long tokens_aligned = (tokens + 3) & ~3LL; // Ta: TMA wants 16-byte scale rows
   const int lane = static_cast<int>(threadIdx.x) & 31;
 
-  // Rows [T, Ta) of every scale column are zero (at most 3 per column).
-  const long long padding = tokens_aligned - tokens;
-  if (padding != 0) {
-    const long long thread = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-    const long long threads = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = thread; i < GROUPS * scale_columns * padding; i += threads) {
-      const long long column = i / padding;
-      out_scales[column * tokens_aligned + tokens + (i - column * padding)] = 0.0f;
-    }
-  }
-
-  // The op guarantees T * H < 2^31 (its validation), so item indices are 32-bit; addresses are
-  // computed in 64 bits.
-  const int items = static_cast<int>(tokens) * heads;
+  // The op guarantees T * H < 2^31 (its validation), so task and item indices are 32-bit;
+  // addresses are computed in 64 bits.
+  const int token_count = static_cast<int>(tokens);
+  const int tasks = (token_count + TOKENS_PER_TASK - 1) / TOKENS_PER_TASK * heads;
   const int warp_stride = static_cast<int>(gridDim.x) * k_warps_per_cta;
-  int item = static_cast<int>(blockIdx.x) * k_warps_per_cta + static_cast<int>(threadIdx.x >> 5);
+  int task = static_cast<int>(blockIdx.x) * k_warps_per_cta + static_cast<int>(threadIdx.x >> 5);
+  if (task >= tasks)
+    return;
 
-  for (; item < items; item += warp_stride) {
-    const int t = item / heads;
-    const int h = item - t * heads;
+  // A task is (token block, head): tokens [t0, t0 + TOKENS_PER_TASK) of one head, so the warp
+  // ends up with the scales of consecutive rows of its scale columns.
+  int t0 = task / heads * TOKENS_PER_TASK;
+  int h = task - t0 / TOKENS_PER_TASK * heads;
+  int k = 0; // the token within the task
+  const unsigned short* lane_o = o + lane * k_elements_per_load;
+  U32x4 a, b;
+  long long position;
+  {
+    const unsigned short* row = lane_o + (static_cast<long long>(t0) * heads + h) * k_head_dim;
+    a = load_streaming(row);
+    b = load_streaming(row + k_half_dim);
+    position = positions[t0];
+  }
+  float kept0 = 0.0f, kept1 = 0.0f; // lane l: the scales of token l % TOKENS_PER_TASK
+
+  for (;;) {
+    // The next item of this warp: the task's next token, else the next task's first.
+    int next_task = task, next_t0 = t0, next_h = h, next_k = k + 1;
+    const bool task_done = next_k == TOKENS_PER_TASK || t0 + next_k >= token_count;
+    if (task_done) {
+      next_task = task + warp_stride; // < 2^31: tasks + stride fits easily
+      next_t0 = next_task / heads * TOKENS_PER_TASK;
+      next_h = next_task - next_t0 / TOKENS_PER_TASK * heads;
+      next_k = 0;
+    }
+    const bool has_next = next_task < tasks;
+    U32x4 next_a = a, next_b = b;
+    long long next_position = position;
+    if (has_next) {
+      const int next_t = next_t0 + next_k;
+      const unsigned short* next_row =
+          lane_o + (static_cast<long long>(next_t) * heads + next_h) * k_head_dim;
+      next_a = load_streaming(next_row);
+      next_b = load_streaming(next_row + k_half_dim);
+      next_position = positions[next_t];
+    }
+    F32x4 c = {}, s = {};
+    if (lane >= k_first_rope_lane) {
+      // This lane's 4 pairs are i = 4 (lane - 24) + p, p in [0, 4).
+      const float* cos_row =
+          cos_sin_cache + position * (2 * k_rope_pairs) + (lane - k_first_rope_lane) * 4;
+      c = load_readonly_f32x4(cos_row);
+      s = load_readonly_f32x4(cos_row + k_rope_pairs);
+    }
+
+    const int t = t0 + k;
     const int g = h / HEADS_PER_GROUP;
     const int j = h - g * HEADS_PER_GROUP;
+    // out_fp8 [G, T, HEADS_PER_GROUP * 512].
+    const long long out_row = (static_cast<long long>(g) * tokens + t) * HEADS_PER_GROUP + j;
+    unsigned char* out = out_fp8 + out_row * k_head_dim + lane * k_elements_per_load;
 
-    const unsigned short* row =
-        o + static_cast<long long>(item) * k_head_dim + lane * k_elements_per_lane;
-    const U32x4 a = load_streaming(row);
-    const U32x4 b = load_streaming(row + 8);
+    float y[8];
+    widen(a, y);
+    const float scale0 = quantize_store(y, out);
 
-    const unsigned words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    float y[k_elements_per_lane];
-#pragma unroll
-    for (int w = 0; w < 8; ++w) {
-      y[2 * w] = bf16_low(words[w]);
-      y[2 * w + 1] = bf16_high(words[w]);
-    }
-
+    widen(b, y);
     if (lane >= k_first_rope_lane) {
-      // This lane's 8 pairs are i = 8 (lane - 28) + p, p in [0, 8).
-      const float* cos_row =
-          cos_sin_cache + positions[t] * (2 * k_rope_pairs) + (lane - k_first_rope_lane) * 8;
-      const F32x4 c0 = load_readonly_f32x4(cos_row);
-      const F32x4 c1 = load_readonly_f32x4(cos_row + 4);
-      const F32x4 s0 = load_readonly_f32x4(cos_row + k_rope_pairs);
-      const F32x4 s1 = load_readonly_f32x4(cos_row + k_rope_pairs + 4);
-      const float c[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
-      const float s[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+      const float cs[4] = {c.x, c.y, c.z, c.w};
+      const float sn[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
-      for (int p = 0; p < 8; ++p) {
+      for (int p = 0; p < 4; ++p) {
         const float x0 = y[2 * p];
         const float x1 = y[2 * p + 1];
-        y[2 * p] = fma_rn(x0, c[p], mul_rn(x1, s[p]));
-        y[2 * p + 1] = fma_rn(x1, c[p], -mul_rn(x0, s[p]));
+        y[2 * p] = fma_rn(x0, cs[p], mul_rn(x1, sn[p]));
+        y[2 * p + 1] = fma_rn(x1, cs[p], -mul_rn(x0, sn[p]));
+      }
+    }
+    const float scale1 = quantize_store(y, out + k_half_dim);
+
+    // Lanes 0..15 hold the scales of blocks 0 and 2, lanes 16..31 of blocks 1 and 3; lane l
+    // keeps token l % TOKENS_PER_TASK's.
+    if ((lane & (TOKENS_PER_TASK - 1)) == k) {
+      kept0 = scale0;
+      kept1 = scale1;
+    }
+    if (task_done) {
+      // out_scales [G, k, Ta]: column j * 4 + block of group g. Lanes [0, TOKENS_PER_TASK)
+      // write rows t0.. of blocks 0 and 2, lanes [16, 16 + TOKENS_PER_TASK) of blocks 1 and 3:
+      // TOKENS_PER_TASK * 4 contiguous bytes per column. Rows [T, Ta) (the TMA padding) get
+      // zeros; no row at or past Ta is written (Ta <= t0 + 8, a multiple of 4).
+      const int row = t0 + (lane & (k_lanes_per_block - 1));
+      if ((lane & (k_lanes_per_block - 1)) < TOKENS_PER_TASK && row < tokens_aligned) {
+        const bool real = row < token_count;
+        const int column = g * scale_columns + j * k_blocks_per_head + lane / k_lanes_per_block;
+        float* scale_out = out_scales + static_cast<long long>(column) * tokens_aligned + row;
+        scale_out[0] = real ? kept0 : 0.0f;
+        scale_out[2 * tokens_aligned] = real ? kept1 : 0.0f;
       }
     }
 
-    float amax = 0.0f;
-#pragma unroll
-    for (int e = 0; e < k_elements_per_lane; ++e)
-      amax = max_f32(amax, abs_f32(y[e]));
-#pragma unroll
-    for (int mask = 1; mask < k_lanes_per_block; mask <<= 1)
-      amax = max_f32(amax, shfl_xor(amax, mask));
-    const BlockScale scale = e4m3_block_scale(amax);
-
-    U32x4 q;
-    q.x = e4m3x4(mul_rn(y[0], scale.inverse), mul_rn(y[1], scale.inverse),
-                 mul_rn(y[2], scale.inverse), mul_rn(y[3], scale.inverse));
-    q.y = e4m3x4(mul_rn(y[4], scale.inverse), mul_rn(y[5], scale.inverse),
-                 mul_rn(y[6], scale.inverse), mul_rn(y[7], scale.inverse));
-    q.z = e4m3x4(mul_rn(y[8], scale.inverse), mul_rn(y[9], scale.inverse),
-                 mul_rn(y[10], scale.inverse), mul_rn(y[11], scale.inverse));
-    q.w = e4m3x4(mul_rn(y[12], scale.inverse), mul_rn(y[13], scale.inverse),
-                 mul_rn(y[14], scale.inverse), mul_rn(y[15], scale.inverse));
-    // out_fp8 [G, T, HEADS_PER_GROUP * 512].
-    const long long out_row = (static_cast<long long>(g) * tokens + t) * HEADS_PER_GROUP + j;
-    store_u32x4(out_fp8 + out_row * k_head_dim + lane * k_elements_per_lane, q);
-    // out_scales [G, k, Ta]: column j * 4 + block of group g.
-    if ((lane & (k_lanes_per_block - 1)) == 0) {
-      const int column = g * scale_columns + j * k_blocks_per_head + lane / k_lanes_per_block;
-      out_scales[static_cast<long long>(column) * tokens_aligned + t] = scale.scale;
-    }
+    if (!has_next)
+      break;
+    task = next_task;
+    t0 = next_t0;
+    h = next_h;
+    k = next_k;
+    a = next_a;
+    b = next_b;
+    position = next_position;
   }
 }
 

@@ -62,8 +62,13 @@ __device__ __forceinline__ float max_f32(float a, float b) {
   return d;
 }
 
+// |a| (abs.f32, no .ftz: subnormals keep their value). ptxas folds it into the operand of a
+// following max (FMNMX |R|), so an amax loop costs one instruction per element. (A NaN's
+// payload is unspecified, which max_f32 makes irrelevant: it drops NaN operands.)
 __device__ __forceinline__ float abs_f32(float a) {
-  return bits_to_float(float_to_bits(a) & 0x7fffffffu);
+  float d;
+  asm("abs.f32 %0, %1;" : "=f"(d) : "f"(a));
+  return d;
 }
 
 __device__ __forceinline__ int count_leading_zeros(unsigned value) {
@@ -96,6 +101,17 @@ __device__ __forceinline__ F32x4 load_readonly_f32x4(const float* address) {
       : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
       : "l"(address));
   return v;
+}
+
+// 8 bytes (st.global.v2.u32): a warp writing 32 consecutive ones writes 256 contiguous bytes.
+__device__ __forceinline__ void store_u32x2(void* address, unsigned x, unsigned y) {
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(address), "r"(x), "r"(y) : "memory");
+}
+
+// The same with an evict-first hint (st.global.cs): output that nothing in the kernel reads
+// again leaves L2 before lines still being filled (the kernel's partial-sector outputs).
+__device__ __forceinline__ void store_u32x2_streaming(void* address, unsigned x, unsigned y) {
+  asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(address), "r"(x), "r"(y) : "memory");
 }
 
 __device__ __forceinline__ void store_u32x4(void* address, U32x4 v) {

@@ -24,43 +24,34 @@ __device__ __forceinline__ unsigned e4m3x4(float v0, float v1, float v2, float v
   return e4m3x2(v0, v1) | (e4m3x2(v2, v3) << 16);
 }
 
-// 2^k as a float, exactly: normal for k in [-126, 127], subnormal down to 2^-149, 0 below,
-// +inf above.
-__device__ __forceinline__ float exp2_int(int k) {
-  if (k > 127)
-    return bits_to_float(0x7f800000u);
-  if (k >= -126)
-    return bits_to_float(static_cast<unsigned>(k + 127) << 23);
-  if (k >= -149)
-    return bits_to_float(1u << (k + 149));
-  return 0.0f;
-}
-
-// ceil(log2(r)) for r > 0, exactly, from r's bits: r's exponent, plus one unless r is an exact
-// power of two. Subnormal r is handled (it cannot occur behind the 1e-10 floor, but the
-// function should not depend on that).
-__device__ __forceinline__ int ceil_log2_positive(float r) {
-  const unsigned bits = float_to_bits(r);
-  const int exponent = static_cast<int>((bits >> 23) & 0xffu);
-  const unsigned mantissa = bits & 0x7fffffu;
-  if (exponent == 0) {
-    const int top = 31 - count_leading_zeros(mantissa); // r = mantissa * 2^-149
-    return top - 149 + ((mantissa & (mantissa - 1)) != 0 ? 1 : 0);
-  }
-  return exponent - 127 + (mantissa != 0 ? 1 : 0);
-}
-
-// The block scale 2^ceil(log2(max(amax, 1e-10) / 448)) and its exact inverse. The division is
-// IEEE (div.rn) so the CPU reference reproduces it bit for bit.
+// The block scale 2^ceil(log2(max(amax, 1e-10) / 448)) and its exact inverse, for amax >= 0
+// (never NaN: max_f32 drops NaN elements), bit for bit what the CPU reference gets with an
+// IEEE division, ceil(log2) from the quotient's bits and exact powers of two
+// (tests/reference/inv_rope_reference.cpp), without the division:
+//
+// Let a = max(amax, 1e-10) = 1.m * 2^e (normal) and r = RN(a / 448), 448 = 1.75 * 2^8.
+// - 1.m > 1.75: a / 448 lies in (1, 8/7) * 2^(e-8) and RN cannot reach 2^(e-8) (the nearest
+//   a above 1.75 * 2^e is one ulp, 2^-23 / 1.75 relatively, more than half an ulp of 1), so
+//   ceil(log2 r) = e - 7.
+// - 1.m = 1.75: r = 2^(e-8) exactly, k = e - 8.
+// - 1.m < 1.75: a / 448 lies in [4/7, 1) * 2^(e-8), and RN cannot round up to 2^(e-8) (same
+//   argument), so k = e - 8.
+// r is normal for a in [1e-10, FLT_MAX], so k = e - 8 + (mantissa > 0x600000) in [-41, 120]:
+// 2^k and 2^-k are normal, written straight from their exponents. a = +inf (an infinite
+// input) gives r = inf, k = 128: scale +inf, inverse 2^-128 (subnormal, 0x00200000).
+// An exhaustive host check over every a in [0, +inf] matched the division form.
 struct BlockScale {
   float scale;
   float inverse;
 };
 
 __device__ __forceinline__ BlockScale e4m3_block_scale(float amax) {
-  const float r = div_rn(max_f32(amax, 1e-10f), k_e4m3_max);
-  const int k = ceil_log2_positive(r);
-  return {exp2_int(k), exp2_int(-k)};
+  const unsigned bits = float_to_bits(max_f32(amax, 1e-10f)); // sign bit clear
+  const unsigned exponent = bits >> 23;                       // biased, 1..255
+  const unsigned scale_exponent = exponent - 8 + ((bits & 0x7fffffu) > 0x600000u ? 1u : 0u);
+  if (exponent == 255)
+    return {bits_to_float(0x7f800000u), bits_to_float(0x00200000u)};
+  return {bits_to_float(scale_exponent << 23), bits_to_float((254u - scale_exponent) << 23)};
 }
 
 } // namespace specjit_kernels

@@ -5,6 +5,8 @@
 #include "support/error.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -21,11 +23,52 @@ constexpr llvm::StringLiteral k_op = "inv_rope_fp8_quant";
 constexpr int64_t k_head_dim = 512;
 constexpr int64_t k_rope_width = 64; // 32 cos then 32 sin per position
 constexpr int64_t k_blocks_per_head = 4;
-// Must match inv_rope::k_warps_per_cta in kernels_src/inv_rope_fp8_quant.cu.
+// Must match inv_rope::k_warps_per_cta and inv_rope::k_tokens_per_task in
+// kernels_src/inv_rope_fp8_quant.cu: a warp's task is 4 consecutive tokens of one head.
 constexpr unsigned k_warps_per_cta = 8;
-// Warps loop over (token, head) items, so the grid never needs to exceed a few waves of any
-// current GPU (an H200 holds 132 SMs x 5 such CTAs); larger T just means more items per warp.
-constexpr int64_t k_max_ctas = 4096;
+constexpr int64_t k_tokens_per_task = 4;
+constexpr int k_threads_per_cta = static_cast<int>(k_warps_per_cta) * 32;
+// Hopper (and every GPU since Volta): 64 Ki registers and at most 2048 threads per SM.
+constexpr int k_registers_per_sm = 65536;
+constexpr int k_max_threads_per_sm = 2048;
+
+// The device's SM count, read once per device ordinal (0 when it cannot be read).
+int multiprocessor_count(int64_t ordinal) {
+  static std::array<std::atomic<int>, 64> counts{};
+  if (ordinal < 0 || ordinal >= static_cast<int64_t>(counts.size()))
+    return 0;
+  int count = counts[static_cast<size_t>(ordinal)].load(std::memory_order_relaxed);
+  if (count > 0)
+    return count;
+  auto drv = runtime::driver();
+  if (!drv) {
+    llvm::consumeError(drv.takeError());
+    return 0;
+  }
+  CUdevice device = 0;
+  if (drv->cuDeviceGet(&device, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
+      drv->cuDeviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) !=
+          CUDA_SUCCESS ||
+      count <= 0)
+    return 0;
+  counts[static_cast<size_t>(ordinal)].store(count, std::memory_order_relaxed);
+  return count;
+}
+
+// Persistent grid: as many CTAs as the GPU holds at once (the kernel's warps loop over the
+// tasks), never more than the tasks need. Occupancy is limited by registers (per-thread count
+// rounded up to 8) or threads.
+unsigned grid_size(int64_t tasks, int registers, int sms) {
+  const int64_t needed = (tasks + k_warps_per_cta - 1) / k_warps_per_cta;
+  const int per_thread = std::max(8, (registers + 7) / 8 * 8);
+  const int per_sm = std::max(1, std::min(k_registers_per_sm / (per_thread * k_threads_per_cta),
+                                          k_max_threads_per_sm / k_threads_per_cta));
+  const int64_t resident = static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
+  // The fewest CTAs that take as many rounds as the resident grid: every warp then gets the
+  // same number of tasks (within one), instead of a last round that only some warps work in.
+  const int64_t rounds = (needed + resident - 1) / resident;
+  return static_cast<unsigned>((needed + rounds - 1) / rounds);
+}
 
 int64_t round_up4(int64_t value) { return (value + 3) / 4 * 4; }
 
@@ -158,10 +201,11 @@ llvm::Error inv_rope_fp8_quant(runtime::Engine& engine, const TensorRef& o,
   if (!variant)
     return variant.takeError();
 
-  const int64_t items = tokens * options.num_groups * options.heads_per_group;
+  const int64_t tasks = (tokens + k_tokens_per_task - 1) / k_tokens_per_task * options.num_groups *
+                        options.heads_per_group;
   runtime::LaunchConfig config;
-  config.grid[0] = static_cast<unsigned>(
-      std::min<int64_t>((items + k_warps_per_cta - 1) / k_warps_per_cta, k_max_ctas));
+  config.grid[0] =
+      grid_size(tasks, (*variant)->registers, multiprocessor_count(engine.config().device.value));
   config.block[0] = k_warps_per_cta * 32;
   config.stream = stream;
   return engine.launch(**variant, config, o.data, positions.data, cos_sin_cache.data, out_fp8.data,
