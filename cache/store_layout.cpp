@@ -94,6 +94,18 @@ std::string nearest_existing(std::string path) {
 
 RootCheck read_only(std::string reason) { return {RootState::read_only, std::move(reason)}; }
 
+// Whether a directory can be created in `dir`, by creating (and removing) a uniquely named one.
+// access(2) is not enough where a directory is to be created: it grants root write access to
+// pseudo file systems such as /proc, where mkdir then fails (ENOENT, EPERM...). The probe name
+// is unique, so it never removes a directory another process is creating.
+int probe_create(const std::string& dir) {
+  std::string probe = dir + "/.specjit-probe." + unique_suffix();
+  if (int err = make_directory(probe, 0700))
+    return err;
+  (void)remove_directory(probe);
+  return 0;
+}
+
 } // namespace
 
 RootCheck check_root(const std::string& root) {
@@ -103,9 +115,12 @@ RootCheck check_root(const std::string& root) {
   int err = stat_path(root, st);
   if (err == ENOENT) {
     std::string parent = nearest_existing(root);
-    if (int access_err = access_path(parent, W_OK | X_OK))
+    int create_err = access_path(parent, W_OK | X_OK);
+    if (create_err == 0)
+      create_err = probe_create(parent);
+    if (create_err)
       return read_only(fmt::format("cannot create cache root '{}': '{}': {}", root, parent,
-                                   errno_text(access_err)));
+                                   errno_text(create_err)));
     return {};
   }
   if (err != 0)
@@ -124,7 +139,11 @@ RootCheck check_root(const std::string& root) {
     if (std::string reason = unsafe_reason(layer.base(), st); !reason.empty())
       return {RootState::refused, reason};
   std::string writable_dir = err == 0 ? layer.base() : root;
-  if (int access_err = access_path(writable_dir, W_OK | X_OK))
+  int access_err = access_path(writable_dir, W_OK | X_OK);
+  // Without v1/ yet, the first publish must create it: check that it can.
+  if (access_err == 0 && err != 0)
+    access_err = probe_create(root);
+  if (access_err)
     return read_only(fmt::format("cache directory '{}' is not writable: {}", writable_dir,
                                  errno_text(access_err)));
   return {};
