@@ -18,7 +18,7 @@
 //       --no-locks             every compile lock fails (ENOLCK, like NFS without locks)
 //       --short-writes         every write(2) to a temp file transfers half of what is asked
 //       --crash-at N           SIGKILLs itself at the N-th file operation counted from the
-//                              first operation on a temp file (0: count only, report ops)
+//                              creation of its first temp file (0: count only, report ops)
 //       --stop-in-write        SIGSTOPs itself at its first write to a temp file (holding the
 //                              compile lock and a half-written temp file)
 //   specjit_test_helper key [--policy P] [--cols C] [--value V] [--options A,B,...]
@@ -182,7 +182,8 @@ void install_faults(const Options& options) {
     return;
   cache::set_fault_injector([options](cache::IoOp op, llvm::StringRef path) -> int {
     bool temp = path.contains("/v1/tmp/") && path.endswith(".tmp");
-    if (temp)
+    // Armed by the creation of a temp file (not by the start-up sweep's look at old ones).
+    if (temp && op == cache::IoOp::open)
       g_armed.store(true);
     if (options.crash_at >= 0 && g_armed.load()) {
       int64_t n = g_ops.fetch_add(1) + 1;
