@@ -2,19 +2,21 @@
 // in ../../shared/KERNELS.md, "Fused inverse RoPE + FP8 quantization", and
 // runtime/ops/inv_rope_fp8_quant.h.
 //
-// Work unit: a warp's task is k_tokens_per_task (4) consecutive tokens of one head; items are
-// (token, head) rows. The 1 KiB bf16 row is read with two 16-byte loads per lane, each load of
-// the warp covering 512 contiguous bytes: lane l holds elements [8 l, 8 l + 8) of half 0
-// (elements 0..255) and of half 1 (256..511). A 128-element quantization block is 16 lanes of
-// one half, so each lane takes part in two blocks (amax: four butterfly shuffles each, after
-// which all 16 lanes hold the block's scale). Lanes 24..31 hold the rotated dims 448..511 in
+// Work unit: a warp's task is 2^task_shift consecutive tokens of one head (1..8, picked by the
+// op from T); items are (token, head) rows. The 1 KiB bf16 row is read with two 16-byte loads per
+// lane, each load of the warp covering 512 contiguous bytes: lane l holds elements [8 l, 8 l + 8)
+// of half 0 (elements 0..255) and of half 1 (256..511). A 128-element quantization block is 16
+// lanes of one half, so each lane takes part in two blocks (amax: four butterfly shuffles each,
+// after which all 16 lanes hold the block's scale). Lanes 24..31 hold the rotated dims 448..511 in
 // half 1: each reads its 4 cos and 4 sin values with two 16-byte loads. Each lane writes 8 fp8
 // bytes per half (a warp writes 256 contiguous bytes per store), evict-first in L2.
 //
-// Scales: out_scales is token-contiguous per column, so one warp handling 4 tokens of a head
-// writes each of its 4 columns as one 16-byte run (lanes 0..3 and 16..19, one float each)
-// instead of 16 scattered 4-byte stores. Scattered scale stores cost ~13% of the large-T time
-// (docs/bench/inv-rope-notes.md); the same stores also write the zero TMA padding rows [T, Ta).
+// Scales: out_scales is token-contiguous per column, so one warp handling 8 tokens of a head
+// writes each of its 4 columns as one full 32-byte sector (lanes 0..7 and 16..23, one float
+// each) instead of 8 scattered 4-byte stores. Scattered scale stores cost ~13% of the large-T
+// time (docs/bench/inv-rope-notes.md). Small T takes fewer tokens per task (down to 1) so that
+// every warp still gets work and no warp walks several tokens in sequence; the same stores
+// also write the zero TMA padding rows [T, Ta).
 //
 // The grid is persistent (the op sizes it from the SM count and the kernel's occupancy, with an
 // equal number of tasks per warp); warps walk the tasks in a grid-stride loop, token-block-
@@ -42,8 +44,8 @@ constexpr int k_blocks_per_head = k_head_dim / k_quant_block;
 constexpr int k_elements_per_load = 8;                                             // per lane
 constexpr int k_lanes_per_block = k_quant_block / k_elements_per_load;             // 16
 constexpr int k_first_rope_lane = (k_nope_dim - k_half_dim) / k_elements_per_load; // 24 (half 1)
-constexpr int k_warps_per_cta = 8;   // the op launches 256-thread CTAs
-constexpr int k_tokens_per_task = 4; // the op sizes the grid from it
+constexpr int k_warps_per_cta = 8;  // the op launches 256-thread CTAs
+constexpr int k_max_task_shift = 3; // at most 8 tokens per task (lanes [0, 8) and [16, 24))
 
 __device__ __forceinline__ void widen(const U32x4& v, float (&y)[8]) {
   const unsigned words[4] = {v.x, v.y, v.z, v.w};
@@ -85,11 +87,12 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
     inv_rope_fp8_quant(const unsigned short* __restrict__ o,
                        const long long* __restrict__ positions,
                        const float* __restrict__ cos_sin_cache, unsigned char* __restrict__ out_fp8,
-                       float* __restrict__ out_scales, int num_tokens) {
+                       float* __restrict__ out_scales, int num_tokens, int task_shift) {
   using namespace inv_rope;
   static_assert(GROUPS >= 1 && HEADS_PER_GROUP >= 1, "at least one head");
-  constexpr int TOKENS_PER_TASK = k_tokens_per_task;
-  static_assert(TOKENS_PER_TASK == 4 || TOKENS_PER_TASK == 8, "4 or 8 tokens per task");
+  // A task is 2^task_shift consecutive tokens of one head (the op picks task_shift in
+  // [0, k_max_task_shift] from T: 8 tokens when the grid stays full, fewer for small T).
+  const int tokens_per_task = 1 << task_shift;
   constexpr int heads = GROUPS * HEADS_PER_GROUP;
   constexpr int scale_columns = HEADS_PER_GROUP * k_blocks_per_head; // k per group
 
@@ -100,16 +103,16 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
   // The op guarantees T * H < 2^31 (its validation), so task and item indices are 32-bit;
   // addresses are computed in 64 bits.
   const int token_count = static_cast<int>(tokens);
-  const int tasks = (token_count + TOKENS_PER_TASK - 1) / TOKENS_PER_TASK * heads;
+  const int tasks = ((token_count + tokens_per_task - 1) >> task_shift) * heads;
   const int warp_stride = static_cast<int>(gridDim.x) * k_warps_per_cta;
   int task = static_cast<int>(blockIdx.x) * k_warps_per_cta + static_cast<int>(threadIdx.x >> 5);
   if (task >= tasks)
     return;
 
-  // A task is (token block, head): tokens [t0, t0 + TOKENS_PER_TASK) of one head, so the warp
+  // A task is (token block, head): tokens [t0, t0 + tokens_per_task) of one head, so the warp
   // ends up with the scales of consecutive rows of its scale columns.
-  int t0 = task / heads * TOKENS_PER_TASK;
-  int h = task - t0 / TOKENS_PER_TASK * heads;
+  int h = task - task / heads * heads;
+  int t0 = task / heads << task_shift;
   int k = 0; // the token within the task
   const unsigned short* lane_o = o + lane * k_elements_per_load;
   U32x4 a, b;
@@ -120,16 +123,16 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
     b = load_streaming(row + k_half_dim);
     position = positions[t0];
   }
-  float kept0 = 0.0f, kept1 = 0.0f; // lane l: the scales of token l % TOKENS_PER_TASK
+  float kept0 = 0.0f, kept1 = 0.0f; // lane l: the scales of token l % tokens_per_task
 
   for (;;) {
     // The next item of this warp: the task's next token, else the next task's first.
     int next_task = task, next_t0 = t0, next_h = h, next_k = k + 1;
-    const bool task_done = next_k == TOKENS_PER_TASK || t0 + next_k >= token_count;
+    const bool task_done = next_k == tokens_per_task || t0 + next_k >= token_count;
     if (task_done) {
       next_task = task + warp_stride; // < 2^31: tasks + stride fits easily
-      next_t0 = next_task / heads * TOKENS_PER_TASK;
-      next_h = next_task - next_t0 / TOKENS_PER_TASK * heads;
+      next_h = next_task - next_task / heads * heads;
+      next_t0 = next_task / heads << task_shift;
       next_k = 0;
     }
     const bool has_next = next_task < tasks;
@@ -178,18 +181,23 @@ __global__ void __launch_bounds__(inv_rope::k_warps_per_cta * 32)
     const float scale1 = quantize_store(y, out + k_half_dim);
 
     // Lanes 0..15 hold the scales of blocks 0 and 2, lanes 16..31 of blocks 1 and 3; lane l
-    // keeps token l % TOKENS_PER_TASK's.
-    if ((lane & (TOKENS_PER_TASK - 1)) == k) {
+    // keeps token l % tokens_per_task's.
+    if ((lane & (tokens_per_task - 1)) == k) {
       kept0 = scale0;
       kept1 = scale1;
     }
     if (task_done) {
-      // out_scales [G, k, Ta]: column j * 4 + block of group g. Lanes [0, TOKENS_PER_TASK)
-      // write rows t0.. of blocks 0 and 2, lanes [16, 16 + TOKENS_PER_TASK) of blocks 1 and 3:
-      // TOKENS_PER_TASK * 4 contiguous bytes per column. Rows [T, Ta) (the TMA padding) get
-      // zeros; no row at or past Ta is written (Ta <= t0 + 8, a multiple of 4).
-      const int row = t0 + (lane & (k_lanes_per_block - 1));
-      if ((lane & (k_lanes_per_block - 1)) < TOKENS_PER_TASK && row < tokens_aligned) {
+      // out_scales [G, k, Ta]: column j * 4 + block of group g. Lanes [0, tokens_per_task)
+      // write rows t0.. of blocks 0 and 2, lanes [16, 16 + tokens_per_task) of blocks 1 and 3:
+      // tokens_per_task * 4 contiguous bytes per column (a full 32-byte sector for 8 tokens).
+      // Rows [T, Ta) (the TMA padding, < 4 rows) get zeros from the last token block's tasks,
+      // past their own tokens when a task has fewer than 4 (Ta <= t0 + tokens_per_task + 3, so
+      // lanes [0, 16) reach them); no row at or past Ta is written.
+      const int block_row = lane & (k_lanes_per_block - 1);
+      const int row = t0 + block_row;
+      const bool last_block = t0 + tokens_per_task >= token_count;
+      if (row < tokens_aligned &&
+          (block_row < tokens_per_task || (last_block && row >= token_count))) {
         const bool real = row < token_count;
         const int column = g * scale_columns + j * k_blocks_per_head + lane / k_lanes_per_block;
         float* scale_out = out_scales + static_cast<long long>(column) * tokens_aligned + row;

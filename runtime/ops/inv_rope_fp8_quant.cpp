@@ -23,10 +23,11 @@ constexpr llvm::StringLiteral k_op = "inv_rope_fp8_quant";
 constexpr int64_t k_head_dim = 512;
 constexpr int64_t k_rope_width = 64; // 32 cos then 32 sin per position
 constexpr int64_t k_blocks_per_head = 4;
-// Must match inv_rope::k_warps_per_cta and inv_rope::k_tokens_per_task in
-// kernels_src/inv_rope_fp8_quant.cu: a warp's task is 4 consecutive tokens of one head.
+// Must match inv_rope::k_warps_per_cta and inv_rope::k_max_task_shift in
+// kernels_src/inv_rope_fp8_quant.cu: a warp's task is 2^task_shift consecutive tokens of one
+// head, task_shift in [0, 3].
 constexpr unsigned k_warps_per_cta = 8;
-constexpr int64_t k_tokens_per_task = 4;
+constexpr int k_max_task_shift = 3;
 constexpr int k_threads_per_cta = static_cast<int>(k_warps_per_cta) * 32;
 // Hopper (and every GPU since Volta): 64 Ki registers and at most 2048 threads per SM.
 constexpr int k_registers_per_sm = 65536;
@@ -55,15 +56,34 @@ int multiprocessor_count(int64_t ordinal) {
   return count;
 }
 
-// Persistent grid: as many CTAs as the GPU holds at once (the kernel's warps loop over the
-// tasks), never more than the tasks need. Occupancy is limited by registers (per-thread count
-// rounded up to 8) or threads.
-unsigned grid_size(int64_t tasks, int registers, int sms) {
-  const int64_t needed = (tasks + k_warps_per_cta - 1) / k_warps_per_cta;
+// CTAs the GPU holds at once. Occupancy is limited by registers (per-thread count rounded up
+// to 8) or threads.
+int64_t resident_ctas(int registers, int sms) {
   const int per_thread = std::max(8, (registers + 7) / 8 * 8);
   const int per_sm = std::max(1, std::min(k_registers_per_sm / (per_thread * k_threads_per_cta),
                                           k_max_threads_per_sm / k_threads_per_cta));
-  const int64_t resident = static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
+  return static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
+}
+
+// Tokens per warp task, as a shift: 8 (scale stores fill whole 32-byte sectors) while that gives
+// at least half the resident warps a task, else the most that give a quarter of them one (T = 64
+// and 128 on the H200: 4 tokens measured faster than 2 or 8), down to 1 token for small T, so no
+// warp walks several tokens in sequence there (docs/bench/inv-rope-notes.md, v4).
+int task_shift(int64_t tokens, int64_t heads, int64_t resident) {
+  const int64_t warps = resident * k_warps_per_cta;
+  int shift = k_max_task_shift;
+  for (; shift > 0; --shift) {
+    const int64_t tasks = ((tokens + (int64_t{1} << shift) - 1) >> shift) * heads;
+    if (tasks * (shift == k_max_task_shift ? 2 : 4) >= warps)
+      break;
+  }
+  return shift;
+}
+
+// Persistent grid: as many CTAs as the GPU holds at once (the kernel's warps loop over the
+// tasks), never more than the tasks need.
+unsigned grid_size(int64_t tasks, int64_t resident) {
+  const int64_t needed = (tasks + k_warps_per_cta - 1) / k_warps_per_cta;
   // The fewest CTAs that take as many rounds as the resident grid: every warp then gets the
   // same number of tasks (within one), instead of a last round that only some warps work in.
   const int64_t rounds = (needed + resident - 1) / resident;
@@ -201,15 +221,17 @@ llvm::Error inv_rope_fp8_quant(runtime::Engine& engine, const TensorRef& o,
   if (!variant)
     return variant.takeError();
 
-  const int64_t tasks = (tokens + k_tokens_per_task - 1) / k_tokens_per_task * options.num_groups *
-                        options.heads_per_group;
+  const int64_t heads = options.num_groups * options.heads_per_group;
+  const int64_t resident =
+      resident_ctas((*variant)->registers, multiprocessor_count(engine.config().device.value));
+  const int shift = task_shift(tokens, heads, resident);
+  const int64_t tasks = ((tokens + (int64_t{1} << shift) - 1) >> shift) * heads;
   runtime::LaunchConfig config;
-  config.grid[0] =
-      grid_size(tasks, (*variant)->registers, multiprocessor_count(engine.config().device.value));
+  config.grid[0] = grid_size(tasks, resident);
   config.block[0] = k_warps_per_cta * 32;
   config.stream = stream;
   return engine.launch(**variant, config, o.data, positions.data, cos_sin_cache.data, out_fp8.data,
-                       out_scales.data, static_cast<int>(tokens));
+                       out_scales.data, static_cast<int>(tokens), shift);
 }
 
 llvm::Expected<const runtime::Variant*>
