@@ -168,17 +168,29 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
     return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
                       def.id, def.params.size(), values.size());
   }
-  std::array<SpecValue, k_max_params> specs;
+  // The hot path builds the key's words directly (dynamic and exact inline); anything else,
+  // and every invalid value, goes through specialize() for the full mapping or the message.
+  VariantKey key{kernel.index, static_cast<uint32_t>(values.size()), {}};
   for (size_t i = 0; i < values.size(); ++i) {
-    auto spec = specialize(def.params[i].policy, values[i]);
+    const Policy& policy = def.params[i].policy;
+    int64_t value = values[i];
+    if (value >= 0 && value < k_spec_base && policy.kind == PolicyKind::dynamic) {
+      key.words[i] = 0;
+      continue;
+    }
+    if (value >= 0 && value < k_spec_base && policy.kind == PolicyKind::exact) {
+      key.words[i] = SpecValue{SpecKind::exact, value}.word();
+      continue;
+    }
+    auto spec = specialize(policy, value);
     if (!spec) {
       counters.failures.fetch_add(1, std::memory_order_relaxed);
       return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {}", def.id,
                         def.params[i].name, llvm::toString(spec.takeError()));
     }
-    specs[i] = *spec;
+    key.words[i] = spec->word();
   }
-  return find_or_resolve(kernel, llvm::ArrayRef<SpecValue>(specs.data(), values.size()));
+  return find_or_resolve(key);
 }
 
 namespace {
@@ -199,7 +211,25 @@ llvm::Expected<Slot*> wait_for(Slot& slot, Counters& counters) {
 
 llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
                                                            llvm::ArrayRef<SpecValue> specs) {
-  auto slot = m_impl->find_or_resolve(kernel, specs);
+  const KernelDef& def = m_impl->kernel(kernel).def;
+  if (specs.size() != def.params.size()) {
+    m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
+                      def.id, def.params.size(), specs.size());
+  }
+  VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    bool compile_time = specs[i].kind == SpecKind::exact || specs[i].kind == SpecKind::bucketed;
+    if (def.params[i].encoding == ParamEncoding::raw && !compile_time) {
+      m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
+      return make_error(Errc::invalid_argument,
+                        "kernel {}, parameter {}: a raw template parameter needs a compiled-in "
+                        "value, not {}",
+                        def.id, def.params[i].name, specs[i].describe());
+    }
+    key.words[i] = specs[i].word();
+  }
+  auto slot = m_impl->find_or_resolve(key);
   if (!slot)
     return slot.takeError();
   return &(*slot)->variant;
@@ -226,17 +256,7 @@ CachedSlot& thread_cache_entry(const VariantKey& key) {
 
 } // namespace
 
-llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
-                                                    llvm::ArrayRef<SpecValue> specs) {
-  KernelState& state = this->kernel(kernel);
-  if (specs.size() != state.def.params.size()) {
-    counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
-                      state.def.id, state.def.params.size(), specs.size());
-  }
-  VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
-  for (size_t i = 0; i < specs.size(); ++i)
-    key.words[i] = specs[i].word();
+llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
   CachedSlot& cached = thread_cache_entry(key);
   if (cached.engine == instance_id && cached.key == key) {
     counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
@@ -275,8 +295,14 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(KernelId kernel,
     it->second = slot;
   }
   // This thread resolves the variant; no engine-wide lock is held while it compiles.
+  KernelId kernel{key.kernel};
+  std::array<SpecValue, k_max_params> specs;
+  for (size_t i = 0; i < key.count; ++i)
+    specs[i] = *SpecValue::from_word(key.words[i]); // words come from SpecValue::word()
   slot->variant.kernel = kernel;
-  llvm::Error err = resolve(state, specs, slot->variant);
+  llvm::Error err =
+      resolve(this->kernel(kernel), llvm::ArrayRef<SpecValue>(specs.data(), key.count),
+              slot->variant);
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (err) {
     slot->failure = llvm::toString(std::move(err));

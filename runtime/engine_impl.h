@@ -81,7 +81,7 @@ struct Engine::Impl {
   KernelState& kernel(KernelId id) { return *kernels[id.index]; }
   // The memory tier: the slot for these values, resolved (by this thread or another).
   llvm::Expected<Slot*> specialize_and_find(KernelId kernel, llvm::ArrayRef<int64_t> values);
-  llvm::Expected<Slot*> find_or_resolve(KernelId kernel, llvm::ArrayRef<SpecValue> specs);
+  llvm::Expected<Slot*> find_or_resolve(const VariantKey& key);
   Arch arch();
   // The slow path (resolve.cpp): disk layers, then compile. Fills slot.variant.
   llvm::Error resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs, Variant& out);
