@@ -4,6 +4,7 @@
 // (padded count, expert per block, the slots of every block as a set), and a sample of output
 // rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32).
 #include "engine_fixture.h"
+#include "gpu/gpu_test_support.h"
 #include "reference/inv_rope_reference.h"
 #include "reference/moe_reference.h"
 
@@ -19,49 +20,14 @@ using namespace specjit;
 using namespace specjit::runtime;
 using namespace specjit::ops;
 using specjit::test::TempDir;
+using specjit::test::DeviceBuffer;
+using specjit::test::drv;
+using specjit::test::k_poison;
+using specjit::test::require_ok;
 
 namespace {
 
-constexpr uint8_t k_poison = 0xCD;
 const int64_t k_token_counts[] = {1, 3, 16, 64, 200, 1024};
-
-void require_ok(llvm::Error error) {
-  if (error)
-    FAIL(llvm::toString(std::move(error)));
-}
-
-const Driver& drv() {
-  auto table = driver();
-  if (!table)
-    FAIL(llvm::toString(table.takeError()));
-  return *table;
-}
-
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t bytes) : m_bytes(bytes) {
-    if (bytes != 0)
-      require_ok(drv().check(drv().cuMemAlloc(&m_ptr, bytes), "cuMemAlloc"));
-  }
-  ~DeviceBuffer() {
-    if (m_ptr != 0)
-      drv().cuMemFree(m_ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  CUdeviceptr ptr() const { return m_ptr; }
-  void upload(const void* host, size_t bytes) {
-    require_ok(drv().check(drv().cuMemcpyHtoD(m_ptr, host, bytes), "cuMemcpyHtoD"));
-  }
-  void download(void* host, size_t bytes, size_t offset = 0) const {
-    require_ok(drv().check(drv().cuMemcpyDtoH(host, m_ptr + offset, bytes), "cuMemcpyDtoH"));
-  }
-  void poison() { require_ok(drv().check(drv().cuMemsetD8(m_ptr, k_poison, m_bytes), "memset")); }
-
-private:
-  CUdeviceptr m_ptr = 0;
-  size_t m_bytes = 0;
-};
 
 uint64_t splitmix(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);

@@ -3,6 +3,7 @@
 // poisoned before every run, padding scale rows zero, one compiled variant for every T, and the
 // checked mode's position validation.
 #include "engine_fixture.h"
+#include "gpu/gpu_test_support.h"
 #include "reference/inv_rope_reference.h"
 
 #include "runtime/driver.h"
@@ -18,57 +19,15 @@
 using namespace specjit;
 using namespace specjit::runtime;
 using specjit::test::TempDir;
+using specjit::test::DeviceBuffer;
+using specjit::test::drv;
+using specjit::test::k_poison;
+using specjit::test::require_ok;
 
 namespace {
 
 constexpr int64_t k_max_pos = 8192;
-constexpr uint8_t k_poison = 0xCD;
 const int64_t k_token_counts[] = {1, 2, 3, 4, 5, 16, 17, 62, 255, 1000, 4096};
-
-void require_ok(llvm::Error error) {
-  if (error)
-    FAIL(llvm::toString(std::move(error)));
-}
-
-const Driver& drv() {
-  auto table = driver();
-  if (!table)
-    FAIL(llvm::toString(table.takeError()));
-  return *table;
-}
-
-// Device memory freed on scope exit.
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t bytes) : m_bytes(bytes) {
-    if (bytes != 0)
-      require_ok(drv().check(drv().cuMemAlloc(&m_ptr, bytes), "cuMemAlloc"));
-  }
-  ~DeviceBuffer() {
-    if (m_ptr != 0)
-      drv().cuMemFree(m_ptr);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  CUdeviceptr ptr() const { return m_ptr; }
-  size_t bytes() const { return m_bytes; }
-  void upload(const void* host) {
-    if (m_bytes != 0)
-      require_ok(drv().check(drv().cuMemcpyHtoD(m_ptr, host, m_bytes), "cuMemcpyHtoD"));
-  }
-  void download(void* host) const {
-    if (m_bytes != 0)
-      require_ok(drv().check(drv().cuMemcpyDtoH(host, m_ptr, m_bytes), "cuMemcpyDtoH"));
-  }
-  void poison() {
-    if (m_bytes != 0)
-      require_ok(drv().check(drv().cuMemsetD8(m_ptr, k_poison, m_bytes), "cuMemsetD8"));
-  }
-
-private:
-  CUdeviceptr m_ptr = 0;
-  size_t m_bytes = 0;
-};
 
 // splitmix64: fast enough for hundreds of millions of inputs, and reproducible.
 class Rng {
