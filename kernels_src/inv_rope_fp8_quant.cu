@@ -35,17 +35,17 @@
 namespace specjit_kernels {
 
 namespace inv_rope {
-constexpr int k_head_dim = 512;
-constexpr int k_half_dim = 256; // one 16-byte load per lane covers half a head
-constexpr int k_nope_dim = 448; // dims [0, 448) pass through
-constexpr int k_rope_pairs = 32;
-constexpr int k_quant_block = 128;
-constexpr int k_blocks_per_head = k_head_dim / k_quant_block;
-constexpr int k_elements_per_load = 8;                                             // per lane
-constexpr int k_lanes_per_block = k_quant_block / k_elements_per_load;             // 16
-constexpr int k_first_rope_lane = (k_nope_dim - k_half_dim) / k_elements_per_load; // 24 (half 1)
-constexpr int k_warps_per_cta = 8;  // the op launches 256-thread CTAs
-constexpr int k_max_task_shift = 3; // at most 8 tokens per task (lanes [0, 8) and [16, 24))
+inline constexpr int k_head_dim = 512;
+inline constexpr int k_half_dim = 256; // one 16-byte load per lane covers half a head
+inline constexpr int k_nope_dim = 448; // dims [0, 448) pass through
+inline constexpr int k_rope_pairs = 32;
+inline constexpr int k_quant_block = 128;
+inline constexpr int k_blocks_per_head = k_head_dim / k_quant_block;
+inline constexpr int k_elements_per_load = 8;                                             // per lane
+inline constexpr int k_lanes_per_block = k_quant_block / k_elements_per_load;             // 16
+inline constexpr int k_first_rope_lane = (k_nope_dim - k_half_dim) / k_elements_per_load; // 24 (half 1)
+inline constexpr int k_warps_per_cta = 8;  // the op launches 256-thread CTAs
+inline constexpr int k_max_task_shift = 3; // at most 8 tokens per task (lanes [0, 8) and [16, 24))
 
 __device__ __forceinline__ void widen(const U32x4& v, float (&y)[8]) {
   const unsigned words[4] = {v.x, v.y, v.z, v.w};

@@ -184,12 +184,17 @@ static void load_index(Engine::Impl& engine, KernelState& kernel) {
       kernel.known.push_back({entry.metadata->key_inputs, std::move(entry.metadata->variant)});
 }
 
-// Looks the key up in the disk layers. Corrupt entries met on the way are counted and logged.
-static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out, bool& corrupt) {
+// Looks the key up in the disk layers. Corrupt entries met on the way are counted and logged,
+// each path once per request: a bad entry in a read-only layer cannot be moved aside, so the
+// second look after taking the compile lock meets it again.
+static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out, bool& corrupt,
+                     std::set<std::string>& reported) {
   auto start = std::chrono::steady_clock::now();
   cache::LookupResult result = engine.store.lookup(request.key, request.kernel.def.id);
   for (const cache::CorruptFinding& finding : result.corrupt) {
     corrupt = true;
+    if (!reported.insert(finding.path).second)
+      continue;
     engine.counters.corrupt_entries.fetch_add(1, std::memory_order_relaxed);
     llvm::json::Object event = event_base("entry_corrupt", request);
     event["path"] = finding.path;
@@ -252,13 +257,14 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   out.variant = llvm::json::Object(request.variant);
 
   bool corrupt = false;
-  if (try_disk(*this, request, out, corrupt))
+  std::set<std::string> reported;
+  if (try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
   // Another process may be compiling this key: wait for it, then look again. Only an
   // optimisation: without the lock both compile and publish identical bytes.
   cache::CompileLock lock = store.writable() ? store.lock_for_compile(request.key)
                                              : cache::CompileLock();
-  if (lock.acquired() && try_disk(*this, request, out, corrupt))
+  if (lock.acquired() && try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
 
   std::string phase = sealed.load() ? "serving" : "warmup";

@@ -9,7 +9,7 @@
 
 namespace specjit_kernels {
 
-constexpr float k_e4m3_max = 448.0f;
+inline constexpr float k_e4m3_max = 448.0f;
 
 // Two floats -> two e4m3 bytes packed in 16 bits: `low` at the lower address.
 __device__ __forceinline__ unsigned e4m3x2(float low, float high) {

@@ -4,7 +4,7 @@
 
 namespace specjit_kernels {
 
-constexpr long long k_spec_base = 1000000000000LL;
+inline constexpr long long k_spec_base = 1000000000000LL;
 
 enum SpecKind : int { spec_dynamic = 0, spec_exact = 1, spec_bucketed = 2, spec_divisible = 3,
                       spec_not_divisible = 4, spec_one = 5 };

@@ -13,7 +13,7 @@
 namespace specjit_kernels {
 
 namespace moe_align_detail {
-constexpr int k_threads = 1024;
+inline constexpr int k_threads = 1024;
 } // namespace moe_align_detail
 
 template <int EXPERTS, int BLOCK_M, long long NUM_TOKENS_SPEC>

@@ -24,8 +24,8 @@
 namespace specjit_kernels {
 
 namespace moe_gemm_detail {
-constexpr int k_row_bytes = 128; // bytes of K per tile row and pipeline stage
-constexpr int k_chunks = k_row_bytes / 16;
+inline constexpr int k_row_bytes = 128; // bytes of K per tile row and pipeline stage
+inline constexpr int k_chunks = k_row_bytes / 16;
 
 __device__ __forceinline__ int swizzle(int row, int chunk) { return chunk ^ (row & 7); }
 

@@ -10,8 +10,8 @@
 namespace specjit_kernels {
 
 namespace moe_route_detail {
-constexpr int k_warps_per_cta = 8; // the op launches 256-thread CTAs
-constexpr float k_minus_infinity = -3.4028234663852886e38f; // -FLT_MAX: below every finite logit
+inline constexpr int k_warps_per_cta = 8; // the op launches 256-thread CTAs
+inline constexpr float k_minus_infinity = -3.4028234663852886e38f; // -FLT_MAX: below every finite logit
 } // namespace moe_route_detail
 
 template <int EXPERTS, int TOP_K, int RENORMALIZE, long long NUM_TOKENS_SPEC>

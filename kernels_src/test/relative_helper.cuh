@@ -2,5 +2,5 @@
 #pragma once
 
 namespace specjit_kernels {
-constexpr int k_relative_helper_value = 3;
+inline constexpr int k_relative_helper_value = 3;
 } // namespace specjit_kernels

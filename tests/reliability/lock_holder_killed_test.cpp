@@ -46,8 +46,16 @@ Round wait_on_stopped_holder(const TempDir& dir, const std::string& name, const 
     round.corrupt_loads += field(result, "corrupt_loads");
     round.verified += field(result, "verified");
     round.slowest_s = std::max(round.slowest_s, child.finished_after_s);
-    // Within the lock timeout + 1 s of starting, whatever the holder does.
-    CHECK(child.finished_after_s <= timeout_ms / 1000.0 + 1.0);
+    if (kill_holder) {
+      // RELIABILITY.md A4: within the lock timeout + 1 s of starting.
+      CHECK(child.finished_after_s <= timeout_ms / 1000.0 + 1.0);
+    } else {
+      // A holder that never lets go: each waiter gives up after the timeout and compiles
+      // itself, so it finishes after the timeout plus its own (machine-dependent) compile;
+      // only a sanity bound on that compile is asserted.
+      CHECK(child.finished_after_s >= timeout_ms / 1000.0);
+      CHECK(child.finished_after_s <= timeout_ms / 1000.0 + 30.0);
+    }
   }
   if (!kill_holder)
     kill(holder.pid, SIGKILL);
