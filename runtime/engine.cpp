@@ -1,6 +1,7 @@
 #include "runtime/engine.h"
 
 #include "runtime/engine_impl.h"
+#include "runtime/store_config.h"
 
 #include "jit/embedded_sources.h"
 #include "support/error.h"
@@ -10,16 +11,6 @@
 namespace specjit::runtime {
 
 namespace {
-
-cache::StoreOptions store_options(const Config& config) {
-  cache::StoreOptions options;
-  options.root = config.cache_root();
-  options.readonly_layers = config.readonly_dirs.value;
-  options.max_bytes = config.max_cache_bytes.value;
-  options.stale_temp_seconds = config.stale_temp_seconds.value;
-  options.lock_timeout_ms = config.lock_timeout_ms.value;
-  return options;
-}
 
 uint64_t next_instance_id() {
   static std::atomic<uint64_t> next{1};

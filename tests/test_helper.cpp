@@ -30,6 +30,7 @@
 //     through the disk store; compares every hit with its reference.
 #include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
+#include "runtime/store_config.h"
 
 #include "cache/disk_store.h"
 #include "cache/file_io.h"
@@ -203,16 +204,6 @@ void install_faults(const Options& options) {
   });
 }
 
-cache::StoreOptions store_options(const Config& config) {
-  cache::StoreOptions options;
-  options.root = config.cache_root();
-  options.readonly_layers = config.readonly_dirs.value;
-  options.max_bytes = config.max_cache_bytes.value;
-  options.stale_temp_seconds = config.stale_temp_seconds.value;
-  options.lock_timeout_ms = config.lock_timeout_ms.value;
-  return options;
-}
-
 // Compares handed-out cubins with reference compiles; thread-safe.
 class ReferenceCheck {
 public:
@@ -324,7 +315,7 @@ int run_publish_loop(const Options& options, const Config& config) {
     return fail(llvm::toString(decoded.takeError()));
   Digest128 key = decoded->key;
   std::string kernel = decoded->metadata.key_inputs.kernel;
-  cache::DiskStore store(store_options(config));
+  cache::DiskStore store(runtime::store_options(config));
   wait_for_start(options.start_file);
   int64_t publishes = 0, errors = 0;
   auto deadline = std::chrono::steady_clock::now() +
@@ -359,7 +350,7 @@ int run_read_loop(const Options& options, const Config& config) {
   }
   if (references.empty())
     return fail("no references in " + options.reference);
-  cache::DiskStore store(store_options(config));
+  cache::DiskStore store(runtime::store_options(config));
   wait_for_start(options.start_file);
   int64_t reads = 0, hits = 0, misses = 0, corrupt_loads = 0, short_reads = 0,
           checksum_failures = 0, other_faults = 0;

@@ -51,16 +51,6 @@ void print_json(const llvm::json::Value& value) {
   std::fputc('\n', stdout);
 }
 
-cache::StoreOptions store_options(const Config& config) {
-  cache::StoreOptions options;
-  options.root = config.cache_root();
-  options.readonly_layers = config.readonly_dirs.value;
-  options.max_bytes = config.max_cache_bytes.value;
-  options.stale_temp_seconds = config.stale_temp_seconds.value;
-  options.lock_timeout_ms = config.lock_timeout_ms.value;
-  return options;
-}
-
 std::string format_bytes(uint64_t bytes) {
   if (bytes < 1024)
     return fmt::format("{} B", bytes);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "cache/disk_store.h"
+#include "runtime/store_config.h"
 #include "support/config.h"
 
 #include <llvm/ADT/StringRef.h>
@@ -74,8 +75,9 @@ void warn(const Context& context, const std::string& message);
 
 void print_json(const llvm::json::Value& value);
 
-// The store of the configured root and read-only layers.
-cache::StoreOptions store_options(const Config& config);
+// The store of the configured root and read-only layers (runtime/store_config.h).
+using runtime::store_options;
+
 // "1.2 MiB"
 std::string format_bytes(uint64_t bytes);
 // A variant object as "{cols=128, num_tokens=62}".

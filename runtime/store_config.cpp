@@ -1,0 +1,15 @@
+#include "runtime/store_config.h"
+
+namespace specjit::runtime {
+
+cache::StoreOptions store_options(const Config& config) {
+  cache::StoreOptions options;
+  options.root = config.cache_root();
+  options.readonly_layers = config.readonly_dirs.value;
+  options.max_bytes = config.max_cache_bytes.value;
+  options.stale_temp_seconds = config.stale_temp_seconds.value;
+  options.lock_timeout_ms = config.lock_timeout_ms.value;
+  return options;
+}
+
+} // namespace specjit::runtime
