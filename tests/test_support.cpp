@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +84,20 @@ int64_t int_field(const llvm::json::Object& object, llvm::StringRef name) {
 std::string string_field(const llvm::json::Object& object, llvm::StringRef name) {
   auto value = object.getString(name);
   return value ? value->str() : std::string("<missing>");
+}
+
+int in_private_mount_namespace(const std::function<int()>& body) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      _exit(k_no_mount_namespace);
+    _exit(body());
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
 }
 
 std::string read_file(const std::string& path) {

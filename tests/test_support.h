@@ -4,6 +4,7 @@
 
 #include <llvm/Support/JSON.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ std::vector<llvm::json::Object> events_named(const std::vector<llvm::json::Objec
 // A field of a JSON object, or a value no test expects (INT64_MIN, "<missing>") when absent.
 int64_t int_field(const llvm::json::Object& object, llvm::StringRef name);
 std::string string_field(const llvm::json::Object& object, llvm::StringRef name);
+
+// Runs `body` in a forked child with a private mount namespace, so that mounts made there are
+// invisible to every other process and vanish with the child (children it starts inherit it).
+// Returns the body's exit code, or k_no_mount_namespace when this machine does not allow it.
+inline constexpr int k_no_mount_namespace = 77;
+int in_private_mount_namespace(const std::function<int()>& body);
 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);

@@ -208,25 +208,15 @@ TEST_CASE("a FIFO planted as an entry does not hang the reader") {
 
 namespace {
 
-// Runs `body` in a child process with a private mount namespace, so that mounts made there
-// are invisible to every other process and vanish with the child. Returns false (after
-// printing why) when this machine does not allow it.
+// Runs `body` with a private mount namespace (test_support.h). Returns false (after printing
+// why) when this machine does not allow it.
 bool in_private_mount_namespace(const char* test, const std::function<int()>& body) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-      _exit(77);
-    _exit(body());
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) {
+  int code = specjit::test::in_private_mount_namespace(body);
+  if (code == specjit::test::k_no_mount_namespace) {
     MESSAGE("[cache] SKIPPED " << test << ": mount namespaces are not available here");
     return false;
   }
-  CHECK_MESSAGE(WEXITSTATUS(status) == 0, "failed check number " << WEXITSTATUS(status));
+  CHECK_MESSAGE(code == 0, "failed check number " << code);
   return true;
 }
 

@@ -277,24 +277,14 @@ inline CompileCount count_compiles(const std::string& log) {
 
 inline void touch(const std::string& path) { test::write_file(path, ""); }
 
-// Runs `body` in a forked child with a private mount namespace, so that mounts made there are
-// invisible to every other process and vanish with the child (children it starts inherit it).
-// Returns the body's exit code; 77 (after printing why) when this machine does not allow it.
+// Runs `body` with a private mount namespace (test_support.h). Returns the body's exit code;
+// 77 (after printing why) when this machine does not allow it.
 inline int in_private_mount_namespace(const char* test_id, const std::function<int()>& body) {
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-      _exit(77);
-    _exit(body());
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77)
+  int code = test::in_private_mount_namespace(body);
+  if (code == test::k_no_mount_namespace)
     std::printf("[reliability] SKIPPED %s: mount namespaces or mounts are not permitted here\n",
                 test_id);
-  return WEXITSTATUS(status);
+  return code;
 }
 
 } // namespace specjit::reliability
