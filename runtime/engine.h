@@ -53,6 +53,7 @@ struct Variant {
   int registers = 0;
   int spill_bytes = 0;
   int shared_bytes = 0;
+  std::vector<std::string> warnings; // ptxas diagnostics, verbatim (e.g. C7515)
   double compile_ms = 0; // from the entry's metadata when loaded from disk
   VariantSource source = VariantSource::compiled;
   // Loaded state (get()):

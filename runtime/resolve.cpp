@@ -210,6 +210,7 @@ static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out,
   out.lowered_name = entry.metadata.lowered_name;
   out.registers = entry.metadata.registers;
   out.spill_bytes = entry.metadata.spill_bytes;
+  out.warnings = entry.metadata.warnings;
   out.shared_bytes = entry.metadata.shared_bytes;
   out.compile_ms = entry.metadata.compile_ms;
   out.source = VariantSource::disk;
@@ -313,6 +314,7 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   out.lowered_name = compiled->lowered_name;
   out.registers = metadata.registers;
   out.spill_bytes = metadata.spill_bytes;
+  out.warnings = metadata.warnings;
   out.shared_bytes = metadata.shared_bytes;
   out.compile_ms = compiled->compile_ms;
   out.source = VariantSource::compiled;

@@ -75,6 +75,10 @@ __device__ __forceinline__ void store_u32(void* address, unsigned v) {
   asm volatile("st.global.u32 [%0], %1;" ::"l"(address), "r"(v) : "memory");
 }
 
+__device__ __forceinline__ void store_u8(void* address, unsigned v) {
+  asm volatile("st.global.u8 [%0], %1;" ::"l"(address), "r"(v) : "memory");
+}
+
 __device__ __forceinline__ void store_u16(void* address, unsigned short v) {
   asm volatile("st.global.u16 [%0], %1;" ::"l"(address), "h"(v) : "memory");
 }

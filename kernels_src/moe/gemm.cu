@@ -20,6 +20,7 @@
 #include "common/fp8.cuh"
 #include "common/mma.cuh"
 #include "common/spec.cuh"
+#include "moe/moe_common.cuh"
 
 namespace specjit_kernels {
 
@@ -28,10 +29,6 @@ inline constexpr int k_row_bytes = 128; // bytes of K per tile row and pipeline 
 inline constexpr int k_chunks = k_row_bytes / 16;
 
 __device__ __forceinline__ int swizzle(int row, int chunk) { return chunk ^ (row & 7); }
-
-__device__ __forceinline__ float silu(float x) {
-  return div_rn(x, 1.0f + exp_approx(-x));
-}
 } // namespace moe_gemm_detail
 
 template <bool FP8, bool GATED, int N, int K, int BLOCK_M, int BLOCK_N, int WARPS_M, int WARPS_N,
@@ -226,8 +223,8 @@ moe_gemm1_body(const unsigned char* __restrict__ hidden, const unsigned char* __
         const float g1 = acc[mi][2 * p][2 * half + 1] * scale;
         const float u0 = acc[mi][2 * p + 1][2 * half] * scale;
         const float u1 = acc[mi][2 * p + 1][2 * half + 1] * scale;
-        const float h0 = moe_gemm_detail::silu(g0) * u0;
-        const float h1 = moe_gemm_detail::silu(g1) * u1;
+        const float h0 = moe_silu(g0) * u0;
+        const float h1 = moe_silu(g1) * u1;
         const int column = static_cast<int>(blockIdx.x) * (BLOCK_N / 2) +
                            (warp_n * (Gemm::k_ni / 2) + p) * 8 + (lane & 3) * 2;
         const long long index = static_cast<long long>(slot) * N + column;

@@ -39,6 +39,9 @@ __device__ __forceinline__ int shfl_idx_i32(int value, int lane) {
   return result;
 }
 
+// SiLU of the gated GEMM1 epilogue (x / (1 + e^-x)), shared by the mma.sync and wgmma GEMMs.
+__device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
+
 // atomicAdd on a shared int; returns the old value.
 __device__ __forceinline__ int shared_fetch_add(int* address, int value) {
   int old;

@@ -1,6 +1,7 @@
 #include "runtime/ops/fused_moe.h"
 
 #include "runtime/driver.h"
+#include "runtime/tensor_map.h"
 
 #include "support/error.h"
 
@@ -25,6 +26,7 @@ constexpr llvm::StringLiteral k_op = "fused_moe";
 constexpr int k_route_warps = 8;     // kernels_src/moe/route.cu
 constexpr int k_align_threads = 1024; // kernels_src/moe/align.cu
 constexpr int k_max_block_m = 256;
+constexpr int k_min_block_m = 8; // sizes expert_ids in the workspace
 constexpr int64_t k_max_grid_y = 65535;
 
 ParamDef raw(const char* name) { return {name, Policy::exact(), ParamEncoding::raw}; }
@@ -34,12 +36,25 @@ size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 int64_t element_bytes(MoeDType dtype) { return dtype == MoeDType::fp8 ? 1 : 2; }
 DType tensor_dtype(MoeDType dtype) { return dtype == MoeDType::fp8 ? DType::e4m3 : DType::bf16; }
 
-enum KernelIndex { k_route, k_align, k_gemm1_fp8, k_gemm1_bf16, k_gemm2_fp8, k_gemm2_bf16, k_reduce };
+enum KernelIndex {
+  k_route,
+  k_align,
+  k_gemm1_fp8,
+  k_gemm1_bf16,
+  k_gemm2_fp8,
+  k_gemm2_bf16,
+  k_reduce,
+  k_wgmma1_fp8,
+  k_wgmma1_bf16,
+  k_wgmma2_fp8,
+  k_wgmma2_bf16,
+  k_kernel_count
+};
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index) {
   thread_local uint64_t cached_engine = 0;
-  thread_local std::array<runtime::KernelId, 7> ids;
+  thread_local std::array<runtime::KernelId, k_kernel_count> ids;
   if (cached_engine != engine.instance_id()) {
     static const std::vector<KernelDef> defs = moe_kernels();
     for (size_t i = 0; i < defs.size(); ++i) {
@@ -53,16 +68,25 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
   return ids[index];
 }
 
-KernelIndex gemm_index(int gemm, MoeDType dtype) {
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
+  const bool fp8 = dtype == MoeDType::fp8;
+  if (kernel == MoeGemmKernel::wgmma) {
+    if (gemm == 1)
+      return fp8 ? k_wgmma1_fp8 : k_wgmma1_bf16;
+    return fp8 ? k_wgmma2_fp8 : k_wgmma2_bf16;
+  }
   if (gemm == 1)
-    return dtype == MoeDType::fp8 ? k_gemm1_fp8 : k_gemm1_bf16;
-  return dtype == MoeDType::fp8 ? k_gemm2_fp8 : k_gemm2_bf16;
+    return fp8 ? k_gemm1_fp8 : k_gemm1_bf16;
+  return fp8 ? k_gemm2_fp8 : k_gemm2_bf16;
 }
 
+// The template values of a GEMM variant (see moe_gemm_kernel for their names).
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens) {
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
+  if (t.kernel == MoeGemmKernel::wgmma)
+    return {n, k, t.swap_ab ? 1 : 0, block_m, t.block_n, t.warpgroups, t.stages, num_tokens};
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }
 
@@ -140,7 +164,16 @@ KernelDef moe_align_kernel() {
           {raw("experts"), raw("block_m"), tokens()}, {}};
 }
 
-KernelDef moe_gemm_kernel(int gemm, MoeDType dtype) {
+KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
+  if (kernel == MoeGemmKernel::wgmma) {
+    std::string name = fmt::format("moe_wgmma{}_{}", gemm, moe_dtype_name(dtype).str());
+    return {name,
+            "moe/gemm_wgmma.cu",
+            "specjit_kernels::" + name,
+            {raw("n"), raw("k"), raw("swap_ab"), raw("block_m"), raw("block_n"), raw("warpgroups"),
+             raw("stages"), tokens()},
+            {}};
+  }
   std::string name = fmt::format("moe_gemm{}_{}", gemm, moe_dtype_name(dtype).str());
   return {name,
           "moe/gemm.cu",
@@ -162,7 +195,11 @@ std::vector<KernelDef> moe_kernels() {
           moe_gemm_kernel(1, MoeDType::bf16),
           moe_gemm_kernel(2, MoeDType::fp8),
           moe_gemm_kernel(2, MoeDType::bf16),
-          moe_reduce_kernel()};
+          moe_reduce_kernel(),
+          moe_gemm_kernel(1, MoeDType::fp8, MoeGemmKernel::wgmma),
+          moe_gemm_kernel(1, MoeDType::bf16, MoeGemmKernel::wgmma),
+          moe_gemm_kernel(2, MoeDType::fp8, MoeGemmKernel::wgmma),
+          moe_gemm_kernel(2, MoeDType::bf16, MoeGemmKernel::wgmma)};
 }
 
 llvm::Error check_moe_shape(const MoeShape& s) {
@@ -198,7 +235,7 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   take(l.topk_weights, slots * 4);
   take(l.topk_ids, slots * 4);
   take(l.sorted_ids, l.max_padded * 4);
-  take(l.expert_ids, ceil_div(l.max_padded, 16) * 4);
+  take(l.expert_ids, ceil_div(l.max_padded, k_min_block_m) * 4);
   take(l.num_post_padded, 4);
   take(l.intermediate, slots * s.intermediate * element_bytes(s.dtype));
   take(l.slot_out, slots * s.hidden * 2);
@@ -289,7 +326,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   MoeTileConfig config;
   if (options.config) {
     config = *options.config;
-    if (auto err = check_moe_config(s, config))
+    if (auto err = check_moe_config(s, config, engine.arch()))
       return err;
   } else {
     auto resolved = resolve_moe_config(s, tokens, engine.arch(), options.table);
@@ -319,7 +356,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   if (options.stages & moe_stage_align)
     if (auto err = moe_align(engine, {topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
                              config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
-                             {expert_ids, DType::i32, {ceil_div(l.max_padded, 16)}, {}},
+                             {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
                              {npp, DType::i32, {1}, {}}, false, stream))
       return err;
   for (int gemm = 1; gemm <= 2; ++gemm) {
@@ -330,18 +367,38 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     const int64_t rows = gemm == 1 ? 2 * s.intermediate : s.hidden;
     launch.grid[0] = static_cast<unsigned>(rows / tile.block_n);
     launch.grid[1] = static_cast<unsigned>(blocks);
-    launch.block[0] = static_cast<unsigned>(tile.warps_m * tile.warps_n * 32);
+    launch.block[0] = tile.threads();
     launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile);
     launch.stream = stream;
     const auto values = gemm_values(s, gemm, config.block_m, tile, tokens);
-    llvm::Error err =
-        gemm == 1
-            ? launch_variant(engine, gemm_index(1, s.dtype), values, launch, t.hidden.data,
-                             t.w13.data, sorted, expert_ids, npp, t.a1_scale.data,
-                             t.w13_scale.data, t.a2_scale.data, inter, n_tokens, top_k)
-            : launch_variant(engine, gemm_index(2, s.dtype), values, launch, inter, t.w2.data,
-                             sorted, expert_ids, npp, t.a2_scale.data, t.w2_scale.data,
-                             topk_weights, slot_out, n_tokens, top_k);
+    const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
+    llvm::Error err = llvm::Error::success();
+    if (tile.kernel == MoeGemmKernel::wgmma) {
+      // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
+      // (GEMM1: its gate half and its up half, loaded separately).
+      const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);
+      const uint32_t box_rows = static_cast<uint32_t>(gemm == 1 ? tile.block_n / 2 : tile.block_n);
+      auto map = runtime::tensor_map_u8_3d(
+          gemm == 1 ? t.w13.data : t.w2.data,
+          {static_cast<uint64_t>(k_bytes), static_cast<uint64_t>(rows),
+           static_cast<uint64_t>(s.experts)},
+          {128, box_rows, 1});
+      if (!map)
+        return map.takeError();
+      err = gemm == 1 ? launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted,
+                                       expert_ids, npp, t.a1_scale.data, t.w13_scale.data,
+                                       t.a2_scale.data, inter, n_tokens, top_k)
+                      : launch_variant(engine, index, values, launch, *map, inter, sorted,
+                                       expert_ids, npp, t.a2_scale.data, t.w2_scale.data,
+                                       topk_weights, slot_out, n_tokens, top_k);
+    } else {
+      err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,
+                                       sorted, expert_ids, npp, t.a1_scale.data,
+                                       t.w13_scale.data, t.a2_scale.data, inter, n_tokens, top_k)
+                      : launch_variant(engine, index, values, launch, inter, t.w2.data, sorted,
+                                       expert_ids, npp, t.a2_scale.data, t.w2_scale.data,
+                                       topk_weights, slot_out, n_tokens, top_k);
+    }
     if (err)
       return err;
   }
@@ -392,8 +449,10 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     }
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
     add(k_align, {s.experts, config.block_m, count});
-    add(gemm_index(1, s.dtype), gemm_values(s, 1, config.block_m, config.gemm1, count));
-    add(gemm_index(2, s.dtype), gemm_values(s, 2, config.block_m, config.gemm2, count));
+    add(gemm_index(1, s.dtype, config.gemm1.kernel),
+        gemm_values(s, 1, config.block_m, config.gemm1, count));
+    add(gemm_index(2, s.dtype, config.gemm2.kernel),
+        gemm_values(s, 2, config.block_m, config.gemm2, count));
     add(k_reduce, {s.top_k, count});
   }
   return out;

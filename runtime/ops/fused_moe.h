@@ -28,13 +28,15 @@ namespace specjit::ops {
 //   moe_route<experts, top_k, renormalize, num_tokens>
 //   moe_align<experts, block_m, num_tokens>
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
+//   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, num_tokens>
 //     (GEMM1: n = I, k = H; GEMM2: n = H, k = I)
 //   moe_reduce<top_k, num_tokens>
 runtime::KernelDef moe_route_kernel();
 runtime::KernelDef moe_align_kernel();
-runtime::KernelDef moe_gemm_kernel(int gemm, MoeDType dtype); // gemm: 1 or 2
+runtime::KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, // gemm: 1 or 2
+                                   MoeGemmKernel kernel = MoeGemmKernel::mma);
 runtime::KernelDef moe_reduce_kernel();
-std::vector<runtime::KernelDef> moe_kernels(); // all seven
+std::vector<runtime::KernelDef> moe_kernels(); // all eleven
 
 // Shape limits the kernels need: experts in [1, 1024], top_k in [1, min(experts, 32)], hidden
 // and intermediate multiples of 128 (FP8) / 64 (bf16) values, i.e. of 128 bytes.

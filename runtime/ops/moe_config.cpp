@@ -30,20 +30,46 @@ GemmTile fit(GemmTile tile, int64_t out_columns, bool gated) {
   return tile;
 }
 
+bool is_pow2_in(int value, int low, int high) {
+  return value >= low && value <= high && (value & (value - 1)) == 0;
+}
+
 llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_t out_columns,
-                       bool gated) {
+                       bool gated, const Arch& arch) {
   auto bad = [&](const std::string& why) {
-    return make_error(Errc::invalid_argument, "fused_moe: {} tile n{} w{}x{} s{} (block_m {}): {}",
-                      which, t.block_n, t.warps_m, t.warps_n, t.stages, block_m, why);
+    return make_error(Errc::invalid_argument, "fused_moe: {} tile {} (block_m {}): {}", which,
+                      t.describe(), block_m, why);
   };
-  if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
-    return bad("1 to 16 warps");
   if (t.stages < 2 || t.stages > 8)
     return bad("2 to 8 pipeline stages");
-  if (block_m % (16 * t.warps_m) != 0)
-    return bad("block_m must be a multiple of 16 x warps_m");
-  if (t.block_n < 16 || t.block_n % (16 * t.warps_n) != 0)
-    return bad("block_n must be a multiple of 16 x warps_n");
+  if (t.kernel == MoeGemmKernel::wgmma) {
+    if (!(arch.major == 9 && arch.minor == 0 && arch.arch_specific))
+      return bad(fmt::format("wgmma needs sm_90a, the target is {}", arch.name()));
+    if (t.warpgroups < 1 || t.warpgroups > 2)
+      return bad("1 or 2 warpgroups");
+    if (t.stages < 3)
+      return bad("wgmma needs at least 3 pipeline stages");
+    if (t.swap_ab) {
+      if (t.block_n != 64 * t.warpgroups * (gated ? 2 : 1))
+        return bad(fmt::format("swap-AB needs block_n = {} (64 output columns per warpgroup)",
+                               64 * t.warpgroups * (gated ? 2 : 1)));
+      if (!is_pow2_in(block_m, 8, 256))
+        return bad("swap-AB needs block_m in 8, 16, 32, 64, 128, 256");
+    } else {
+      if (block_m != 64 * t.warpgroups)
+        return bad(fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
+                               64 * t.warpgroups));
+      if (!is_pow2_in(t.block_n, 64, 256))
+        return bad("block_n must be 64, 128 or 256");
+    }
+  } else {
+    if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
+      return bad("1 to 16 warps");
+    if (block_m % (16 * t.warps_m) != 0)
+      return bad("block_m must be a multiple of 16 x warps_m");
+    if (t.block_n < 16 || t.block_n % (16 * t.warps_n) != 0)
+      return bad("block_n must be a multiple of 16 x warps_n");
+  }
   const int64_t per_tile = gated ? t.block_n / 2 : t.block_n;
   if (out_columns % per_tile != 0)
     return bad(fmt::format("{} output columns are not a multiple of {}", out_columns, per_tile));
@@ -67,18 +93,41 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
     return make_error(Errc::invalid_argument, "moe config table: {}: expected an object",
                       where.str());
   GemmTile tile;
-  int* targets[] = {&tile.block_n, &tile.warps_m, &tile.warps_n, &tile.stages};
-  const char* names[] = {"block_n", "warps_m", "warps_n", "stages"};
-  for (int i = 0; i < 4; ++i) {
-    auto value = field(*object, names[i], where);
+  const llvm::StringRef kernel = object->getString("kernel").getValueOr("mma");
+  if (kernel != "mma" && kernel != "wgmma")
+    return make_error(Errc::invalid_argument,
+                      "moe config table: {}: kernel must be \"mma\" or \"wgmma\", got \"{}\"",
+                      where.str(), kernel.str());
+  tile.kernel = kernel == "wgmma" ? MoeGemmKernel::wgmma : MoeGemmKernel::mma;
+  std::vector<std::pair<int*, const char*>> fields = {{&tile.block_n, "block_n"},
+                                                      {&tile.stages, "stages"}};
+  if (tile.kernel == MoeGemmKernel::wgmma) {
+    fields.push_back({&tile.warpgroups, "warpgroups"});
+    auto swap = object->getBoolean("swap_ab");
+    if (!swap)
+      return make_error(Errc::invalid_argument, "moe config table: {}: missing boolean 'swap_ab'",
+                        where.str());
+    tile.swap_ab = *swap;
+  } else {
+    fields.push_back({&tile.warps_m, "warps_m"});
+    fields.push_back({&tile.warps_n, "warps_n"});
+  }
+  for (auto [target, name] : fields) {
+    auto value = field(*object, name, where);
     if (!value)
       return value.takeError();
-    *targets[i] = static_cast<int>(*value);
+    *target = static_cast<int>(*value);
   }
   return tile;
 }
 
 llvm::json::Object tile_json(const GemmTile& t) {
+  if (t.kernel == MoeGemmKernel::wgmma)
+    return llvm::json::Object{{"kernel", "wgmma"},
+                              {"swap_ab", t.swap_ab},
+                              {"block_n", t.block_n},
+                              {"warpgroups", t.warpgroups},
+                              {"stages", t.stages}};
   return llvm::json::Object{{"block_n", t.block_n},
                             {"warps_m", t.warps_m},
                             {"warps_n", t.warps_n},
@@ -89,22 +138,41 @@ llvm::json::Object tile_json(const GemmTile& t) {
 
 llvm::StringRef moe_dtype_name(MoeDType dtype) { return dtype == MoeDType::fp8 ? "fp8" : "bf16"; }
 
+llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel) {
+  return kernel == MoeGemmKernel::wgmma ? "wgmma" : "mma";
+}
+
+std::string GemmTile::describe() const {
+  if (kernel == MoeGemmKernel::wgmma)
+    return fmt::format("wgmma{} n{} g{} s{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+                       stages);
+  return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
+}
+
+unsigned GemmTile::threads() const {
+  return kernel == MoeGemmKernel::wgmma ? static_cast<unsigned>(128 * warpgroups + 32)
+                                        : static_cast<unsigned>(32 * warps_m * warps_n);
+}
+
 std::string MoeTileConfig::describe() const {
-  return fmt::format("m{} g1[n{} w{}x{} s{}] g2[n{} w{}x{} s{}]", block_m, gemm1.block_n,
-                     gemm1.warps_m, gemm1.warps_n, gemm1.stages, gemm2.block_n, gemm2.warps_m,
-                     gemm2.warps_n, gemm2.stages);
+  return fmt::format("m{} g1[{}] g2[{}]", block_m, gemm1.describe(), gemm2.describe());
 }
 
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile) {
-  const unsigned stages = static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes);
-  // The kernel also has 8 * block_m bytes of static shared memory (row and slot indices). When
-  // static + dynamic passes 48 KiB but the dynamic part alone does not, the engine would not
-  // raise the function's dynamic limit and the launch fails (CUDA_ERROR_INVALID_VALUE, seen
-  // while tuning): ask for just over 48 KiB of dynamic memory so the limit is raised.
+  const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
+  const unsigned dynamic =
+      static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes) +
+      (wgmma ? 1024u : 0u); // wgmma: room to align the tiles to 1024 bytes
+  // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
+  // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
+  // would not raise the function's dynamic limit and the launch fails
+  // (CUDA_ERROR_INVALID_VALUE, seen while tuning): ask for just over 48 KiB of dynamic memory
+  // so the limit is raised.
+  const unsigned fixed = 8u * block_m + (wgmma ? 16u * tile.stages : 0u);
   constexpr unsigned k_default_limit = 48 * 1024;
-  if (stages <= k_default_limit && stages + 8u * block_m > k_default_limit)
+  if (dynamic <= k_default_limit && dynamic + fixed > k_default_limit)
     return k_default_limit + 16;
-  return stages;
+  return dynamic;
 }
 
 const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch) const {
@@ -119,10 +187,9 @@ const std::vector<int64_t>& default_moe_buckets() {
   return buckets;
 }
 
-MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens) {
-  const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
-  const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
-  const int64_t experts_hit = std::min(shape.experts, slots);
+namespace {
+
+MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
   MoeTileConfig c;
   if (per_expert <= 16) {
     // Weight streaming: 16-row tiles; narrow enough that the experts hit fill the GPU twice.
@@ -151,14 +218,67 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens) {
   return c;
 }
 
-llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config) {
-  if (config.block_m < 16 || config.block_m > 256 || config.block_m % 16 != 0)
+// The widest normal-orientation weight tile (256, 128, 64 rows) that divides the outputs.
+int wgmma_block_n(int64_t out_columns, bool gated) {
+  for (int block_n : {256, 128, 64})
+    if (out_columns % (gated ? block_n / 2 : block_n) == 0)
+      return block_n;
+  return 64;
+}
+
+MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert) {
+  MoeTileConfig c;
+  auto tile = [](int block_n, int stages, bool swap, int warpgroups) {
+    GemmTile t;
+    t.kernel = MoeGemmKernel::wgmma;
+    t.block_n = block_n;
+    t.stages = stages;
+    t.swap_ab = swap;
+    t.warpgroups = warpgroups;
+    return t;
+  };
+  if (per_expert <= 32) {
+    // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
+    c.block_m = 8;
+    while (c.block_m < per_expert)
+      c.block_m *= 2;
+    c.gemm1 = tile(128, 6, true, 1);
+    c.gemm2 = tile(64, 8, true, 1);
+  } else {
+    const int warpgroups = per_expert <= 96 ? 1 : 2;
+    c.block_m = 64 * warpgroups;
+    c.gemm1 = tile(wgmma_block_n(shape.intermediate, true), 4, false, warpgroups);
+    c.gemm2 = tile(wgmma_block_n(shape.hidden, false), 4, false, warpgroups);
+  }
+  return c;
+}
+
+} // namespace
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+  const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
+  const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
+  const int64_t experts_hit = std::min(shape.experts, slots);
+  if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
+    MoeTileConfig c = wgmma_default(shape, per_expert);
+    llvm::Error err = check_moe_config(shape, c, arch);
+    if (!err)
+      return c;
+    llvm::consumeError(std::move(err)); // e.g. a shape whose tiles do not fit: mma.sync
+  }
+  return mma_default(shape, per_expert, experts_hit);
+}
+
+llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
+                             const Arch& arch) {
+  if (config.block_m < 8 || config.block_m > 256 || config.block_m % 8 != 0)
     return make_error(Errc::invalid_argument,
-                      "fused_moe: block_m must be a multiple of 16 in [16, 256], got {}",
+                      "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}",
                       config.block_m);
-  if (auto err = check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true))
+  if (auto err =
+          check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true, arch))
     return err;
-  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false);
+  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false, arch);
 }
 
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
@@ -180,9 +300,9 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
       if (bucket.max_tokens == resolved.bucket)
         resolved.config = bucket.config;
   } else {
-    resolved.config = default_moe_config(shape, resolved.bucket);
+    resolved.config = default_moe_config(shape, resolved.bucket, arch);
   }
-  if (auto err = check_moe_config(shape, resolved.config))
+  if (auto err = check_moe_config(shape, resolved.config, arch))
     return err;
   return resolved;
 }
@@ -250,7 +370,7 @@ llvm::Expected<MoeConfigTable> parse_moe_config_table(llvm::StringRef json_text)
       if (!entry.buckets.empty() && entry.buckets.back().max_tokens >= bucket.max_tokens)
         return make_error(Errc::invalid_argument,
                           "moe config table: {}: max_tokens must strictly increase", at);
-      if (auto err = check_moe_config(entry.shape, bucket.config))
+      if (auto err = check_moe_config(entry.shape, bucket.config, entry.arch))
         return make_error(Errc::invalid_argument, "moe config table: {}: {}", at,
                           llvm::toString(std::move(err)));
       entry.buckets.push_back(bucket);

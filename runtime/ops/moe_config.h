@@ -2,7 +2,8 @@
 //
 // A table maps (experts, intermediate, hidden, top_k, dtype, arch) to token-count buckets, each
 // with one configuration: the block size the grouping pads to (BLOCK_M, shared by both GEMMs)
-// and per GEMM the tile width BLOCK_N, the warp grid and the pipeline depth (BLOCK_K is fixed
+// and per GEMM the kernel (mma.sync on any arch, or Hopper wgmma in the normal or the swap-AB
+// orientation), the tile width BLOCK_N, the warp grid and the pipeline depth (BLOCK_K is fixed
 // at 128 bytes of K: 128 e4m3 or 64 bf16 values). The op maps num_tokens to its bucket with the
 // `bucketed` policy over the table's bounds; the bucket's configuration values become exact
 // template arguments, so each configuration is one compiled variant and num_tokens stays a
@@ -12,6 +13,8 @@
 //   {"version": 1, "entries": [{"experts": 128, "intermediate": 768, "hidden": 2048, "top_k": 8,
 //     "dtype": "fp8", "arch": "sm_90a", "buckets": [{"max_tokens": 16, "block_m": 16,
 //     "gemm1": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}, "gemm2": {...}}]}]}
+//   A wgmma tile instead: {"kernel": "wgmma", "swap_ab": true, "block_n": 128, "warpgroups": 1,
+//   "stages": 6} ("kernel" absent means mma).
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
@@ -40,19 +43,37 @@ struct MoeShape {
   friend bool operator==(const MoeShape&, const MoeShape&) = default;
 };
 
+enum class MoeGemmKernel : uint8_t {
+  mma,   // kernels_src/moe/gemm.cu: mma.sync, any arch
+  wgmma, // kernels_src/moe/gemm_wgmma.cu: sm_90a only
+};
+llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
+
+// One GEMM's tile. block_n counts weight rows per tile (GEMM1: gate and up rows together, so
+// block_n / 2 output columns).
+//   mma    block_m x block_n tile on a warps_m x warps_n warp grid.
+//   wgmma  normal orientation (swap_ab false): block_m = 64 * warpgroups token rows, block_n in
+//          {64, 128, 256}. swap_ab: 64 output columns per warpgroup (block_n = 64 * warpgroups,
+//          doubled for GEMM1), block_m tokens in {8, 16, 32, 64, 128, 256}.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
   int warps_n = 4;
   int stages = 4;
+  MoeGemmKernel kernel = MoeGemmKernel::mma;
+  bool swap_ab = false;
+  int warpgroups = 1;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
+
+  std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6"
+  unsigned threads() const;     // per CTA
 };
 
 struct MoeTileConfig {
   int block_m = 16;
   GemmTile gemm1, gemm2;
   friend bool operator==(const MoeTileConfig&, const MoeTileConfig&) = default;
-  std::string describe() const; // "m16 g1[n64 w1x4 s4] g2[n64 w1x4 s4]"
+  std::string describe() const; // "m16 g1[n64 w1x4 s4] g2[wgmma-swap n64 g1 s8]"
 };
 
 struct MoeConfigBucket {
@@ -77,13 +98,17 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
 // The bucket bounds used without a table: 4, 16, 64, 256, 1024, 4096.
 const std::vector<int64_t>& default_moe_buckets();
 
-// The rule for a shape and a (bucket's upper bound of the) token count: small tiles that keep
-// enough CTAs streaming weights while few tokens reach each expert, larger ones as the GEMMs
-// turn compute-bound. Always valid for the shape (see check_moe_config).
-MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens);
+// The rule for a shape and a (bucket's upper bound of the) token count. sm_90a: wgmma, swap-AB
+// while few tokens reach each expert (docs/bench/moe-crossover-h200.md measured where it stops
+// paying), the normal orientation with large tiles beyond. Other archs: mma.sync tiles, small
+// while streaming weights, larger as the GEMMs turn compute-bound. Always valid for the shape
+// and arch (see check_moe_config).
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch = Arch{});
 
-// Whether the kernels can run `config` on `shape`: tile divisibility, warp grid, shared memory.
-llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config);
+// Whether the kernels can run `config` on `shape` for `arch`: tile divisibility, warp grid,
+// shared memory, wgmma only on sm_90a.
+llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
+                             const Arch& arch = Arch{});
 
 // The configuration for a call: the table's entry for (shape, arch) when there is one (else the
 // default buckets and rule), the bucket of num_tokens, and that bucket's configuration.
@@ -96,8 +121,9 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
                                                      const Arch& arch,
                                                      const MoeConfigTable* table);
 
-// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes (just over
-// 48 KiB when the kernel's static 8 * block_m bytes would push the total past 48 KiB).
+// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes, plus 1024
+// bytes of alignment slack for wgmma (just over 48 KiB when the kernel's static indices and
+// barriers would push the total past 48 KiB).
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile);
 
 } // namespace specjit::ops

@@ -13,6 +13,7 @@
 #include "runtime/ops/fused_moe.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <thread>
 
@@ -77,7 +78,34 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
   return std::sqrt(diff / norm);
 }
 
-void run_model(const Model& model) {
+// Tile configurations a run can force instead of the default rule's: every kernel family and
+// orientation is checked at every token count, not only where the rule picks it.
+enum class Forced { none, wgmma_swap, wgmma_normal, mma };
+
+std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Forced forced) {
+  if (forced == Forced::none)
+    return std::nullopt;
+  if (forced == Forced::mma)
+    return default_moe_config(s, tokens, Arch{9, 0, false});
+  MoeTileConfig c;
+  c.gemm1.kernel = c.gemm2.kernel = MoeGemmKernel::wgmma;
+  c.gemm1.stages = 4;
+  c.gemm2.stages = 5;
+  if (forced == Forced::wgmma_swap) {
+    c.gemm1.swap_ab = c.gemm2.swap_ab = true;
+    c.block_m = tokens <= 16 ? 8 : 32; // exercises multi-group token tiles (N = 32) too
+    c.gemm1.block_n = 128;
+    c.gemm2.block_n = 64;
+  } else {
+    c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 64 ? 1 : 2;
+    c.block_m = 64 * c.gemm1.warpgroups;
+    c.gemm1.block_n = 256;
+    c.gemm2.block_n = 128;
+  }
+  return c;
+}
+
+void run_model(const Model& model, Forced forced = Forced::none) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -150,7 +178,9 @@ void run_model(const Model& model) {
     t.w2_scale = {w2s_d.ptr(), DType::f32, {s.experts}, {}};
     t.out = {out_d.ptr(), DType::bf16, {tokens, s.hidden}, {}};
     t.workspace = {work_d.ptr(), DType::u8, {static_cast<int64_t>(layout.bytes)}, {}};
-    require_ok(fused_moe(engine, s, t, {}, nullptr));
+    FusedMoeOptions options;
+    options.config = forced_config(s, tokens, forced);
+    require_ok(fused_moe(engine, s, t, options, nullptr));
     require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
 
     // Routing: ids exactly, weights to float rounding.
@@ -170,6 +200,8 @@ void run_model(const Model& model) {
     // Grouping, at the block size the op chose for this T.
     auto resolved = resolve_moe_config(s, tokens, engine.arch(), nullptr);
     REQUIRE(static_cast<bool>(resolved));
+    if (options.config)
+      resolved->config = *options.config;
     const int block_m = resolved->config.block_m;
     reference::MoeGrouping grouping = reference::moe_align(routing.ids, s.experts, block_m);
     int32_t padded = 0;
@@ -274,6 +306,14 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
   if (!specjit::test::gpu_or_skip("fused_moe bf16 mixtral"))
     return;
   run_model(as_bf16(k_mixtral));
+}
+
+TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen3, DeepSeek)") {
+  if (!specjit::test::gpu_or_skip("fused_moe forced tiles"))
+    return;
+  for (Forced forced : {Forced::wgmma_swap, Forced::wgmma_normal, Forced::mma})
+    for (const Model& model : {k_qwen, as_bf16(k_qwen), k_deepseek, as_bf16(k_deepseek)})
+      run_model(model, forced);
 }
 
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {

@@ -1,5 +1,6 @@
 // fused_moe without a GPU: every variant the three reference models' manifests derive
-// (docs/examples/manifests) compiles for sm_90a with zero spills through the engine's prepare,
+// (docs/examples/manifests) compiles for sm_90a with zero spills and no wgmma serialization
+// diagnostic (ptxas C7515) through the engine's prepare,
 // and the op validates its arguments on the host before anything touches a device.
 #include "engine_fixture.h"
 
@@ -36,6 +37,11 @@ void check_manifest_compiles(const std::string& name) {
     INFO((*variant)->name_expression << ": " << (*variant)->registers << " registers");
     CHECK((*variant)->spill_bytes == 0);
     CHECK((*variant)->registers <= 255);
+    // No serialized wgmma (C7515) or other coded wgmma diagnostic in any hot variant.
+    for (const std::string& warning : (*variant)->warnings) {
+      INFO("ptxas: " << warning);
+      CHECK(warning.find("C75") == std::string::npos);
+    }
   }
 }
 
@@ -151,9 +157,46 @@ TEST_CASE("tile configurations are checked against the shape") {
   CHECK(static_cast<bool>(check_moe_config(shape, bad)));
   llvm::consumeError(check_moe_config(shape, bad));
   bad = default_moe_config(shape, 1);
-  bad.block_m = 8;
+  bad.block_m = 12;
   ErrorSummary error = summarize(check_moe_config(shape, bad));
   CHECK(error.message.find("block_m") != std::string::npos);
+}
+
+TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
+  MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
+  const Arch sm90a{9, 0, true}, sm90{9, 0, false};
+  // The default rule: swap-AB while few tokens reach each expert, the normal orientation beyond.
+  MoeTileConfig small = default_moe_config(shape, 4, sm90a);
+  CHECK(small.gemm1.kernel == MoeGemmKernel::wgmma);
+  CHECK(small.gemm1.swap_ab);
+  CHECK(small.gemm1.block_n == 128); // 64 gate + 64 up rows per warpgroup
+  CHECK(small.gemm2.block_n == 64);
+  MoeTileConfig big = default_moe_config(shape, 4096, sm90a);
+  CHECK(big.gemm1.kernel == MoeGemmKernel::wgmma);
+  CHECK(!big.gemm1.swap_ab);
+  CHECK(big.block_m == 64 * big.gemm1.warpgroups);
+  // Without sm_90a the rule falls back to mma.sync, and a wgmma tile is refused by name.
+  CHECK(default_moe_config(shape, 4, sm90).gemm1.kernel == MoeGemmKernel::mma);
+  ErrorSummary arch = summarize(check_moe_config(shape, small, sm90));
+  CHECK(arch.message.find("wgmma needs sm_90a") != std::string::npos);
+  MoeTileConfig bad = small;
+  bad.gemm1.block_n = 64;
+  ErrorSummary swap = summarize(check_moe_config(shape, bad, sm90a));
+  CHECK(swap.message.find("swap-AB needs block_n = 128") != std::string::npos);
+  bad = small;
+  bad.block_m = 24;
+  CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("block_m in 8") !=
+        std::string::npos);
+  bad = big;
+  bad.block_m = 32;
+  CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("64 x warpgroups") !=
+        std::string::npos);
+  bad = big;
+  bad.gemm2.stages = 2;
+  CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("at least 3") !=
+        std::string::npos);
+  // Shared memory: the stages plus 1024 bytes to align the tiles.
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2) == (8u + 64) * 128 * 8 + 1024);
 }
 
 TEST_CASE("a tuned table overrides the default rule for its shape only") {

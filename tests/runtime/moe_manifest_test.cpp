@@ -43,32 +43,33 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   std::set<std::vector<int64_t>> gemm1_configs;
   for (const VariantRequest& r : requests) {
     ++per_kernel[r.def.id];
-    if (r.def.id == "moe_gemm1_fp8") {
+    if (r.def.id == "moe_wgmma1_fp8") {
       CHECK(value_of(r, "n") == 768);
       CHECK(value_of(r, "k") == 2048);
       gemm1_configs.insert({r.values.begin(), r.values.end() - 1});
     }
-    if (r.def.id == "moe_gemm2_fp8") {
+    if (r.def.id == "moe_wgmma2_fp8") {
       CHECK(value_of(r, "n") == 2048);
       CHECK(value_of(r, "k") == 768);
     }
   }
   CHECK(per_kernel["moe_route"] == 1); // num_tokens is dynamic: one routing variant
   CHECK(per_kernel["moe_reduce"] == 1);
-  CHECK(per_kernel.count("moe_gemm1_bf16") == 0);
+  CHECK(per_kernel.count("moe_wgmma1_bf16") == 0);
+  CHECK(per_kernel.count("moe_gemm1_fp8") == 0); // sm_90a: wgmma at every bucket
   // One GEMM variant per distinct configuration among the default buckets.
   std::set<std::vector<int64_t>> expected;
   ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
   std::set<int> block_ms;
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
-    expected.insert({768, 2048, c.block_m, c.gemm1.block_n, c.gemm1.warps_m, c.gemm1.warps_n,
-                     c.gemm1.stages});
+    expected.insert({768, 2048, c.gemm1.swap_ab ? 1 : 0, c.block_m, c.gemm1.block_n,
+                     c.gemm1.warpgroups, c.gemm1.stages});
     block_ms.insert(c.block_m);
   }
   CHECK(gemm1_configs == expected);
   CHECK(per_kernel["moe_align"] == static_cast<int>(block_ms.size()));
-  CHECK(per_kernel["moe_gemm1_fp8"] == static_cast<int>(expected.size()));
+  CHECK(per_kernel["moe_wgmma1_fp8"] == static_cast<int>(expected.size()));
 }
 
 TEST_CASE("tp divides the intermediate size and num_tokens restricts the buckets") {
@@ -76,7 +77,7 @@ TEST_CASE("tp divides the intermediate size and num_tokens restricts the buckets
       "hidden": 7168, "intermediate": 2048, "tp": 8, "dtype": "bf16", "num_tokens": [1]}]})");
   int gemms = 0;
   for (const VariantRequest& r : requests) {
-    if (r.def.id == "moe_gemm1_bf16") {
+    if (r.def.id == "moe_wgmma1_bf16") {
       ++gemms;
       CHECK(value_of(r, "n") == 256);
     }
@@ -98,7 +99,7 @@ TEST_CASE("the example manifests derive the three reference models") {
     CHECK(kernels.count("moe_route") == 1);
     CHECK(kernels.count("moe_align") == 1);
     CHECK(kernels.count("moe_reduce") == 1);
-    CHECK((kernels.count("moe_gemm1_fp8") == 1 || kernels.count("moe_gemm1_bf16") == 1));
+    CHECK((kernels.count("moe_wgmma1_fp8") == 1 || kernels.count("moe_wgmma1_bf16") == 1));
   }
 }
 

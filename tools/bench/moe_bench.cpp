@@ -2,9 +2,13 @@
 // MoE"), FP8 and bf16, T in {1, 4, 16, 64, 256, 1024, 4096}: GEMM-only µs (GEMM1 + GEMM2, the
 // peer's measure) and whole-layer µs (routing, grouping, GEMMs, reduction), fraction of the
 // memory floor (distinct experts' w13 + w2 bytes / 4.46 TB/s), TFLOP/s, next to vLLM's Triton
-// figures. Timed as CUDA-graph replays of many launches (device events).
+// figures. Timed as CUDA-graph replays of many launches (device events); successive launches
+// rotate over k_weight_copies copies of the weights, so no launch finds its experts in the
+// 50 MB L2 the previous one filled (the floor is an HBM floor).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
 //            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json)
+//            and the swap-AB vs normal crossover (best of each orientation per T) to
+//            --crossover (default docs/bench/moe-crossover-h200.json)
 //   --table  uses a tuned table instead of the default rule
 #include "bench_common.h"
 
@@ -16,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -28,6 +33,7 @@ using namespace specjit::ops;
 using runtime::DType;
 
 constexpr double k_stream_bytes_per_s = 4.46e12;
+constexpr int k_weight_copies = 3;
 
 template <typename T> T must(llvm::Expected<T> value, const char* what) {
   if (!value) {
@@ -60,11 +66,16 @@ const Model k_models[] = {
 
 struct Buffers {
   const runtime::Driver& drv;
-  CUdeviceptr x = 0, logits = 0, w13 = 0, w2 = 0, scales = 0, out = 0, work = 0;
+  CUdeviceptr x = 0, logits = 0, scales = 0, out = 0, work = 0;
+  CUdeviceptr w13[k_weight_copies] = {}, w2[k_weight_copies] = {};
   ~Buffers() {
-    for (CUdeviceptr p : {x, logits, w13, w2, scales, out, work})
+    for (CUdeviceptr p : {x, logits, scales, out, work})
       if (p)
         drv.cuMemFree(p);
+    for (int c = 0; c < k_weight_copies; ++c)
+      for (CUdeviceptr p : {w13[c], w2[c]})
+        if (p)
+          drv.cuMemFree(p);
   }
 };
 
@@ -76,13 +87,13 @@ CUdeviceptr alloc(const runtime::Driver& drv, size_t bytes, uint32_t pattern) {
   return p;
 }
 
-FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens) {
+FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int copy = 0) {
   const DType dtype = s.dtype == MoeDType::fp8 ? DType::e4m3 : DType::bf16;
   FusedMoeTensors t;
   t.hidden = {b.x, dtype, {tokens, s.hidden}, {}};
   t.router_logits = {b.logits, DType::f32, {tokens, s.experts}, {}};
-  t.w13 = {b.w13, dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
-  t.w2 = {b.w2, dtype, {s.experts, s.hidden, s.intermediate}, {}};
+  t.w13 = {b.w13[copy], dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+  t.w2 = {b.w2[copy], dtype, {s.experts, s.hidden, s.intermediate}, {}};
   t.a1_scale = {b.scales, DType::f32, {1}, {}};
   t.a2_scale = {b.scales, DType::f32, {1}, {}};
   t.w13_scale = {b.scales, DType::f32, {s.experts}, {}};
@@ -92,9 +103,12 @@ FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens) {
   return t;
 }
 
-// Median µs of one call, from graph replays of `per_graph` calls.
+// Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy
+// i % k_weight_copies.
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
-               const FusedMoeTensors& t, const FusedMoeOptions& options, CUstream stream) {
+               const Buffers& b, int64_t tokens, const FusedMoeOptions& options,
+               CUstream stream) {
+  const FusedMoeTensors t = tensors(b, s, tokens);
   must(fused_moe(engine, s, t, options, stream), "warm-up");
   CUevent start, stop;
   drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
@@ -105,11 +119,13 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
   drv.cuEventSynchronize(stop);
   float probe_ms = 0;
   drv.cuEventElapsedTime(&probe_ms, start, stop);
-  const int per_graph = std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), 1, 50);
+  const int per_graph =
+      std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), k_weight_copies, 48);
   must(drv.check(drv.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "capture"),
        "capture");
   for (int i = 0; i < per_graph; ++i)
-    must(fused_moe(engine, s, t, options, stream), "launch");
+    must(fused_moe(engine, s, tensors(b, s, tokens, i % k_weight_copies), options, stream),
+         "launch");
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
   must(drv.check(drv.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture"), "capture");
@@ -145,8 +161,10 @@ Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_toke
   // Non-zero constant data: 0x38 = 1.0 in e4m3; 0x3c00 = 2^-7 in bf16.
   const uint32_t pattern = s.dtype == MoeDType::fp8 ? 0x38383838u : 0x3c003c00u;
   b.x = alloc(drv, max_tokens * s.hidden * elem, pattern);
-  b.w13 = alloc(drv, s.experts * 2 * s.intermediate * s.hidden * elem, pattern);
-  b.w2 = alloc(drv, s.experts * s.hidden * s.intermediate * elem, pattern);
+  for (int c = 0; c < k_weight_copies; ++c) {
+    b.w13[c] = alloc(drv, s.experts * 2 * s.intermediate * s.hidden * elem, pattern);
+    b.w2[c] = alloc(drv, s.experts * s.hidden * s.intermediate * elem, pattern);
+  }
   b.scales = alloc(drv, s.experts * 4, 0x3c000000u); // 2^-7
   b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
   b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
@@ -171,32 +189,48 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const Moe
   return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
 }
 
-std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens) {
+GemmTile wgmma_tile(int block_n, int stages, bool swap, int warpgroups) {
+  GemmTile t;
+  t.kernel = MoeGemmKernel::wgmma;
+  t.block_n = block_n;
+  t.stages = stages;
+  t.swap_ab = swap;
+  t.warpgroups = warpgroups;
+  return t;
+}
+
+// Candidate tiles for `tokens` on sm_90a: swap-AB and normal wgmma tiles for every T (the
+// crossover is measured, not assumed), plus the mma.sync tiles of part 1.
+std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens, const Arch& arch) {
   const int64_t per_expert = (tokens * s.top_k + s.experts - 1) / s.experts;
-  std::vector<MoeTileConfig> list = {default_moe_config(s, tokens)};
+  std::vector<MoeTileConfig> list = {default_moe_config(s, tokens, arch)};
   auto add = [&](int bm, GemmTile g1, GemmTile g2) { list.push_back({bm, g1, g2}); };
+  int bm = 8;
+  while (bm < per_expert && bm < 128)
+    bm *= 2;
+  for (int m : {bm, bm / 2, bm * 2}) {
+    if (m < 8 || m > 256)
+      continue;
+    add(m, wgmma_tile(128, 6, true, 1), wgmma_tile(64, 8, true, 1));
+    add(m, wgmma_tile(128, 4, true, 1), wgmma_tile(64, 6, true, 1));
+    add(m, wgmma_tile(256, 4, true, 2), wgmma_tile(128, 6, true, 2));
+  }
+  for (int wg : {1, 2}) {
+    add(64 * wg, wgmma_tile(256, 4, false, wg), wgmma_tile(256, 4, false, wg));
+    add(64 * wg, wgmma_tile(128, 5, false, wg), wgmma_tile(128, 5, false, wg));
+    add(64 * wg, wgmma_tile(256, 3, false, wg), wgmma_tile(128, 6, false, wg));
+  }
   if (per_expert <= 16) {
     add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
     add(16, {32, 1, 2, 6}, {32, 1, 2, 6});
-    add(16, {128, 1, 4, 4}, {128, 1, 4, 4});
-    add(16, {64, 1, 2, 6}, {64, 1, 4, 6});
-  } else if (per_expert <= 48) {
-    add(32, {128, 2, 2, 4}, {128, 2, 2, 4});
-    add(32, {64, 2, 2, 4}, {64, 2, 2, 4});
-    add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
   } else if (per_expert <= 128) {
     add(64, {128, 2, 2, 4}, {128, 2, 2, 4});
-    add(64, {128, 2, 4, 3}, {128, 2, 4, 3});
-    add(32, {128, 2, 2, 4}, {128, 2, 2, 4});
   } else {
     add(128, {128, 2, 4, 3}, {128, 2, 4, 3});
-    add(128, {128, 4, 2, 3}, {128, 4, 2, 3});
-    add(64, {128, 2, 2, 4}, {128, 2, 2, 4});
-    add(128, {128, 2, 4, 4}, {128, 2, 4, 4});
   }
   std::vector<MoeTileConfig> valid;
   for (const MoeTileConfig& c : list) {
-    if (auto err = check_moe_config(s, c)) {
+    if (auto err = check_moe_config(s, c, arch)) {
       llvm::consumeError(std::move(err));
       continue;
     }
@@ -204,6 +238,17 @@ std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens) {
       valid.push_back(c);
   }
   return valid;
+}
+
+// The orientation family of a configuration, for the crossover table.
+const char* family(const MoeTileConfig& c) {
+  if (c.gemm1.kernel != MoeGemmKernel::wgmma || c.gemm2.kernel != MoeGemmKernel::wgmma)
+    return "mma";
+  if (c.gemm1.swap_ab && c.gemm2.swap_ab)
+    return "swap_ab";
+  if (!c.gemm1.swap_ab && !c.gemm2.swap_ab)
+    return "normal";
+  return "mixed";
 }
 
 // Compiles every candidate's variants on all cores first (the engine is thread-safe).
@@ -236,7 +281,8 @@ void precompile(runtime::Engine& engine, const MoeShape& s,
 
 int run_moe_bench(int argc, char** argv) {
   Flags flags;
-  if (!parse_flags(argc, argv, 2, {"--json", "--table", "--table-out", "--models", "--dtypes"},
+  if (!parse_flags(argc, argv, 2,
+                   {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes"},
                    {"--help", "--tune"}, flags))
     return 2;
   if (flags.has("--help")) {
@@ -261,7 +307,7 @@ int run_moe_bench(int argc, char** argv) {
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", flags.has("--tune") ? "fp8,bf16" : "fp8,bf16");
 
-  llvm::json::Array rows;
+  llvm::json::Array rows, crossover;
   MoeConfigTable tuned;
   llvm::outs() << fmt::format("{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n",
                               "model", "dt", "T", "gemm_us", "layer_us", "floor%", "TFLOP/s",
@@ -279,14 +325,14 @@ int run_moe_bench(int argc, char** argv) {
       MoeConfigEntry entry{s, engine.arch(), {}};
       if (flags.has("--tune")) {
         std::vector<std::pair<int64_t, MoeTileConfig>> work;
-        for (int64_t bucket : default_moe_buckets())
-          for (const MoeTileConfig& c : candidates(s, bucket))
+        for (int64_t bucket : k_tokens)
+          for (const MoeTileConfig& c : candidates(s, bucket, engine.arch()))
             work.push_back({bucket, c});
         precompile(engine, s, work);
       } else if (!use_table) {
         std::vector<std::pair<int64_t, MoeTileConfig>> work;
         for (int64_t tokens : k_tokens)
-          work.push_back({tokens, default_moe_config(s, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").bucket)});
+          work.push_back({tokens, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").config});
         precompile(engine, s, work);
       }
       for (size_t i = 0; i < std::size(k_tokens); ++i) {
@@ -298,7 +344,8 @@ int run_moe_bench(int argc, char** argv) {
         MoeTileConfig chosen = must(resolve_moe_config(s, tokens, engine.arch(), options.table), "config").config;
         if (flags.has("--tune")) {
           double best = 1e30;
-          for (const MoeTileConfig& c : candidates(s, tokens)) {
+          std::map<std::string, std::pair<double, std::string>> best_of; // per family
+          for (const MoeTileConfig& c : candidates(s, tokens, engine.arch())) {
             FusedMoeOptions o;
             o.config = c;
             // A candidate the device rejects is reported and skipped, never fatal.
@@ -309,7 +356,10 @@ int run_moe_bench(int argc, char** argv) {
               continue;
             }
             o.stages = moe_stage_gemm1 | moe_stage_gemm2;
-            const double us = time_us(engine, drv, s, t, o, stream);
+            const double us = time_us(engine, drv, s, *setup.buffers, tokens, o, stream);
+            auto& slot = best_of[family(c)];
+            if (slot.second.empty() || us < slot.first)
+              slot = {us, c.describe()};
             if (us < best) {
               best = us;
               chosen = c;
@@ -317,11 +367,20 @@ int run_moe_bench(int argc, char** argv) {
           }
           entry.buckets.push_back({tokens, chosen});
           options.config = chosen;
+          llvm::json::Object cross{{"model", model.name},
+                                   {"dtype", moe_dtype_name(dtype)},
+                                   {"tokens", tokens},
+                                   {"tokens_per_expert",
+                                    static_cast<double>(tokens * s.top_k) / s.experts},
+                                   {"winner", family(chosen)}};
+          for (const auto& [name, result] : best_of)
+            cross[name] = llvm::json::Object{{"gemm_us", result.first}, {"config", result.second}};
+          crossover.push_back(std::move(cross));
         }
-        const double layer_us = time_us(engine, drv, s, t, options, stream);
+        const double layer_us = time_us(engine, drv, s, *setup.buffers, tokens, options, stream);
         FusedMoeOptions gemms = options;
         gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
-        const double gemm_us = time_us(engine, drv, s, t, gemms, stream);
+        const double gemm_us = time_us(engine, drv, s, *setup.buffers, tokens, gemms, stream);
         const int64_t distinct = distinct_experts(drv, *setup.buffers, s, tokens);
         const double floor_us = distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
         const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
@@ -367,6 +426,12 @@ int run_moe_bench(int argc, char** argv) {
     }
     os << llvm::formatv("{0:2}", moe_config_table_to_json(tuned)) << "\n";
     llvm::outs() << "tuned table written to " << out << "\n";
+    const std::string cross_path = flags.get("--crossover", "docs/bench/moe-crossover-h200.json");
+    if (!write_report(cross_path,
+                      llvm::json::Object{{"kernel", "fused_moe GEMM1+GEMM2"},
+                                         {"what", "best GEMM-only us per orientation family"},
+                                         {"rows", std::move(crossover)}}))
+      return 1;
   }
   const std::string path = flags.get("--json", "docs/bench/moe-h200.json");
   return write_report(path, llvm::json::Object{{"kernel", "fused_moe"},

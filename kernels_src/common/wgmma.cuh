@@ -1,0 +1,87 @@
+// Hopper (sm_90a) building blocks of warp-group GEMMs, without any CUDA header: shared-memory
+// matrix descriptors, wgmma fences and groups, mbarriers and TMA tile loads.
+//
+// Tiles handled here are K-major rows of 128 bytes with the 128-byte swizzle (16-byte chunk c
+// of row r stored at chunk c ^ (r % 8)), the layout TMA's SWIZZLE_128B writes; every tile
+// starts at a 1024-byte boundary so the swizzle phase is the row index itself.
+#pragma once
+
+#include "common/mma.cuh"
+#include "common/wgmma_ops.cuh"
+
+namespace specjit_kernels {
+
+// A CUtensorMap, passed by value as a __grid_constant__ kernel parameter.
+struct alignas(64) TmaDesc {
+  unsigned long long words[16];
+};
+
+// wgmma descriptor of a K-major, 128-byte-swizzled tile at shared address `tile`: 8-row groups
+// 1024 bytes apart (stride byte offset), leading byte offset unused by this layout (1 by
+// convention). Advancing K by 32 bytes inside the 128-byte row adds 2 to the descriptor.
+__device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned tile) {
+  return static_cast<unsigned long long>((tile & 0x3FFFF) >> 4) |
+         (1ull << 16) | (static_cast<unsigned long long>(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
+}
+
+// Keeps the compiler from moving accumulator reads or writes across wgmma fences.
+template <int COUNT> __device__ __forceinline__ void fence_registers(float (&d)[COUNT]) {
+#pragma unroll
+  for (int i = 0; i < COUNT; ++i)
+    asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Ordinary shared-memory writes (cp.async included) made visible to the async proxy (wgmma,
+// TMA) of the CTA; each writing thread fences before it signals.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+__device__ __forceinline__ void mbarrier_init(unsigned bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// Waits until the phase with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n.reg .pred done;\n"
+               "wait_%=:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra wait_%=;\n}\n" ::"r"(bar),
+               "r"(parity)
+               : "memory");
+}
+
+// One TMA tile load of a rank-3 tensor map (coordinates innermost first) into shared memory,
+// completing `bar`'s transaction count.
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc* map, unsigned bar, int c0,
+                                            int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+} // namespace specjit_kernels
