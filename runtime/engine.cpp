@@ -354,6 +354,25 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
                              "cuFuncSetAttribute"))
       return err;
   }
+  if (config.programmatic_serialization) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig launch{};
+    launch.gridDimX = config.grid[0];
+    launch.gridDimY = config.grid[1];
+    launch.gridDimZ = config.grid[2];
+    launch.blockDimX = config.block[0];
+    launch.blockDimY = config.block[1];
+    launch.blockDimZ = config.block[2];
+    launch.sharedMemBytes = config.shared_bytes;
+    launch.hStream = config.stream;
+    launch.attrs = &attribute;
+    launch.numAttrs = 1;
+    return drv.check(drv.cuLaunchKernelEx(&launch, variant.function,
+                                          const_cast<void**>(arguments), nullptr),
+                     "cuLaunchKernelEx");
+  }
   return drv.check(drv.cuLaunchKernel(variant.function, config.grid[0], config.grid[1],
                                       config.grid[2], config.block[0], config.block[1],
                                       config.block[2], config.shared_bytes, config.stream,

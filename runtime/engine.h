@@ -67,6 +67,10 @@ struct LaunchConfig {
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;
   CUstream stream = nullptr;
+  // Programmatic dependent launch: the kernel may start before the previous kernel in the
+  // stream has finished, once that kernel's CTAs have all run `griddepcontrol.launch_dependents`;
+  // it must run `griddepcontrol.wait` before it reads anything the previous kernel writes.
+  bool programmatic_serialization = false;
 };
 
 // Counters since the engine was created. requests == memory_hits + disk_hits + compiles +

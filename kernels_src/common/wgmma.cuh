@@ -80,6 +80,17 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc* map, un
                : "memory");
 }
 
+// Programmatic dependent launch (PTX griddepcontrol; cudaGridDependencySynchronize does not
+// exist under NVRTC). launch_dependents lets the next kernel in the stream start once every CTA
+// of this grid has run it or exited; wait blocks until the previous grid has completed and its
+// memory is visible. Both are no-ops for a launch without the programmatic attribute.
+__device__ __forceinline__ void grid_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }

@@ -5,8 +5,10 @@
 //          (divided by the static scale a2) or bf16.
 //   GEMM2  A = intermediate [T*k, K] gathered by slot, weights w2[e] [N, K]; epilogue times the
 //          router weight in fp32, per slot into slot_out [T*k, N] bf16.
-// Grid: x = weight tiles (OUT_COLS output columns each), y = blocks of TOK sorted slots
-// (launched for the worst case; blocks at or past num_tokens_post_padded exit at once).
+// Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS) CTAs, each one (block of TOK sorted slots,
+// weight tile of OUT_COLS output columns) in grouped order (moe_wgmma_setup); launched for the
+// worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is
+// meant to be launched programmatically after GEMM1 (see moe_wgmma_produce).
 //
 // Two orientations, picked per token-count bucket by the configuration table:
 //   normal   each consumer warpgroup owns 64 token rows (wgmma's M); the weight tile's BW rows
@@ -58,34 +60,49 @@ struct MoeWgmma {
 
 // Everything one CTA needs, set up before the main loop.
 struct MoeWgmmaBlock {
+  int m_block;         // block of TOK sorted slots
+  int tile;            // weight tile (k_out_cols output columns)
   int expert;
   unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
   unsigned full_bar;   // shared address of full[0] (8 bytes per stage)
   unsigned empty_bar;  // shared address of empty[0]
 };
 
+// The producer warp. `depends` (GEMM2): the token rows are the previous kernel's output, so the
+// first stages' weights are requested before griddepcontrol.wait and the gathers after it;
+// under a programmatic launch the weight stream overlaps the end of GEMM1.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
                                                   const unsigned char* a, const int* a_rows,
-                                                  int w_row0, int w_row_half) {
+                                                  int w_row0, int w_row_half, bool depends) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-#pragma unroll 1
-  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+  auto load_weights = [&](int kt) {
     const int s = kt % G::k_stages_value;
     const unsigned full = b.full_bar + 8 * s;
     mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
-    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-    const unsigned t_tile = w_tile + G::k_w_tile_bytes;
     if (lane == 0) {
+      const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
       mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
-      if constexpr (G::k_gated) {
-        tma_load_3d(w_tile, w_map, full, kt * 128, w_row0, b.expert);
+      tma_load_3d(w_tile, w_map, full, kt * 128, w_row0, b.expert);
+      if constexpr (G::k_gated)
         tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, kt * 128, w_row0 + w_row_half,
                     b.expert);
-      } else {
-        tma_load_3d(w_tile, w_map, full, kt * 128, w_row0, b.expert);
-      }
     }
+  };
+  const int prefetched = depends ? (G::k_k_tiles < G::k_stages_value ? G::k_k_tiles
+                                                                      : G::k_stages_value)
+                                 : 0;
+#pragma unroll 1
+  for (int kt = 0; kt < prefetched; ++kt)
+    load_weights(kt);
+  if (depends)
+    grid_dependency_wait();
+#pragma unroll 1
+  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+    if (kt >= prefetched)
+      load_weights(kt);
+    const unsigned t_tile =
+        b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
 #pragma unroll
     for (int c = lane; c < G::k_tok * 8; c += 32) {
       const int r = c >> 3, chunk = c & 7;
@@ -109,10 +126,27 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
     mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
 }
 
+// The consumer warpgroups' K loop. bf16 accumulates in the wgmma accumulators over the whole K,
+// one wgmma group kept in flight. FP8 wgmma accumulates with less than fp32 precision (about
+// 1e-2 relative error after K = 2048, measured on the H200 against an emulating reference), so
+// FP8 promotes: every k_promote k32 steps the partial sums are added into fp32 registers —
+// every step in swap-AB (memory-bound: the tensor cores wait anyway), every 128-byte stage in
+// the normal orientation.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
   const int wg = static_cast<int>(threadIdx.x) >> 7;
+  constexpr bool k_promote = G::k_type == WgmmaType::e4m3;
+  constexpr int k_steps = k_promote ? (G::k_swap ? 1 : 4) : 4; // k steps per wgmma group
+  float part[G::k_halves][G::k_acc];
+  if constexpr (k_promote) {
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int i = 0; i < G::k_acc; ++i)
+        acc[h][i] = 0.0f;
+  }
+  float(&target)[G::k_halves][G::k_acc] = k_promote ? part : acc;
 #pragma unroll 1
   for (int kt = 0; kt < G::k_k_tiles; ++kt) {
     const int s = kt % G::k_stages_value;
@@ -130,22 +164,39 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b,
       b_desc = wgmma_desc_sw128(w_tile);
     }
 #pragma unroll
-    for (int h = 0; h < G::k_halves; ++h)
-      fence_registers(acc[h]);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
+    for (int k0 = 0; k0 < 4; k0 += k_steps) {
 #pragma unroll
       for (int h = 0; h < G::k_halves; ++h)
-        Wgmma<G::k_type, G::k_mma_n>::mma(acc[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
-                                          (kt | ks) != 0);
-    wgmma_commit();
+        fence_registers(target[h]);
+      wgmma_fence();
 #pragma unroll
-    for (int h = 0; h < G::k_halves; ++h)
-      fence_registers(acc[h]);
-    wgmma_wait<1>();
-    if (kt > 0)
-      mbarrier_arrive(b.empty_bar + 8 * ((kt - 1) % G::k_stages_value));
+      for (int ks = k0; ks < k0 + k_steps; ++ks)
+#pragma unroll
+        for (int h = 0; h < G::k_halves; ++h)
+          Wgmma<G::k_type, G::k_mma_n>::mma(target[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
+                                            k_promote ? ks != k0 : (kt | ks) != 0);
+      wgmma_commit();
+#pragma unroll
+      for (int h = 0; h < G::k_halves; ++h)
+        fence_registers(target[h]);
+      if constexpr (k_promote) {
+        wgmma_wait<0>();
+#pragma unroll
+        for (int h = 0; h < G::k_halves; ++h) {
+          fence_registers(part[h]);
+#pragma unroll
+          for (int i = 0; i < G::k_acc; ++i)
+            acc[h][i] += part[h][i];
+        }
+      }
+    }
+    if constexpr (k_promote) {
+      mbarrier_arrive(b.empty_bar + 8 * s); // every wgmma reading stage s has completed
+    } else {
+      wgmma_wait<1>();
+      if (kt > 0)
+        mbarrier_arrive(b.empty_bar + 8 * ((kt - 1) % G::k_stages_value));
+    }
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -160,6 +211,7 @@ struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES> {
   static constexpr int k_tok = TOK;
   static constexpr int k_bw = BW;
   static constexpr int k_stages_value = STAGES;
+  static constexpr int k_n = N;
 };
 
 // Calls store(token_row, column, v0, v1, pair) for each output this thread holds (token_row
@@ -211,7 +263,16 @@ __device__ __forceinline__ bool
 moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
                 int num_slots, int a_row_divisor, unsigned char* smem, unsigned long long* bars,
                 int* a_rows, int* slot_of_row, MoeWgmmaBlock& b) {
-  const int m_block = static_cast<int>(blockIdx.y);
+  // Grouped rasterization over a 1-D grid: CTAs in launch order take k_group_blocks consecutive
+  // token blocks (mostly one expert) for one weight tile, then the next tile, so the CTAs in
+  // flight share weight tiles through L2 instead of each re-reading them from HBM.
+  constexpr int k_group_blocks = 8;
+  constexpr int k_tiles = G::k_n / G::k_out_cols;
+  const int id = static_cast<int>(blockIdx.x);
+  const int in_group = id % (k_group_blocks * k_tiles);
+  const int m_block = id / (k_group_blocks * k_tiles) * k_group_blocks + in_group % k_group_blocks;
+  b.m_block = m_block;
+  b.tile = in_group / k_group_blocks;
   if (m_block * G::k_tok >= *num_post_padded)
     return false;
   b.expert = expert_ids[m_block];
@@ -257,9 +318,11 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
   if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, top_k, smem, bars,
                           a_rows, slot_of_row, b))
     return;
-  const int tile = static_cast<int>(blockIdx.x);
+  // GEMM2 may start now (programmatic launch): it streams its weights while this grid ends.
+  grid_launch_dependents();
+  const int tile = b.tile;
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w13_map, hidden, a_rows, tile * G::k_out_cols, N);
+    moe_wgmma_produce<G>(b, &w13_map, hidden, a_rows, tile * G::k_out_cols, N, false);
     return;
   }
   float acc[G::k_halves][G::k_acc];
@@ -307,9 +370,9 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
   if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, 1, smem, bars,
                           a_rows, slot_of_row, b))
     return;
-  const int tile = static_cast<int>(blockIdx.x);
+  const int tile = b.tile;
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w2_map, intermediate, a_rows, tile * G::k_out_cols, 0);
+    moe_wgmma_produce<G>(b, &w2_map, intermediate, a_rows, tile * G::k_out_cols, 0, true);
     return;
   }
   float acc[G::k_halves][G::k_acc];

@@ -374,6 +374,11 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
     llvm::Error err = llvm::Error::success();
     if (tile.kernel == MoeGemmKernel::wgmma) {
+      // 1-D grid in groups of 8 token blocks (kernels_src/moe/gemm_wgmma.cu, moe_wgmma_setup).
+      const int64_t tiles = rows / tile.block_n;
+      launch.grid[0] = static_cast<unsigned>(ceil_div(blocks, 8) * 8 * tiles);
+      launch.grid[1] = 1;
+      launch.programmatic_serialization = gemm == 2 && options.programmatic_launch;
       // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
       // (GEMM1: its gate half and its up half, loaded separately).
       const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);

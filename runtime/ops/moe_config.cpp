@@ -35,7 +35,7 @@ bool is_pow2_in(int value, int low, int high) {
 }
 
 llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_t out_columns,
-                       bool gated, const Arch& arch) {
+                       bool gated, bool fp8, const Arch& arch) {
   auto bad = [&](const std::string& why) {
     return make_error(Errc::invalid_argument, "fused_moe: {} tile {} (block_m {}): {}", which,
                       t.describe(), block_m, why);
@@ -61,6 +61,10 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
                                64 * t.warpgroups));
       if (!is_pow2_in(t.block_n, 64, 256))
         return bad("block_n must be 64, 128 or 256");
+      // FP8 keeps a second accumulator set for promotion (kernels_src/moe/gemm_wgmma.cu):
+      // 256 columns would need 256 registers per thread.
+      if (fp8 && t.block_n > 128)
+        return bad("FP8 wgmma tiles in the normal orientation are at most 128 wide");
     }
   } else {
     if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
@@ -218,9 +222,9 @@ MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t exp
   return c;
 }
 
-// The widest normal-orientation weight tile (256, 128, 64 rows) that divides the outputs.
-int wgmma_block_n(int64_t out_columns, bool gated) {
-  for (int block_n : {256, 128, 64})
+// The widest normal-orientation weight tile (256 (bf16), 128, 64 rows) that divides the outputs.
+int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
+  for (int block_n : {fp8 ? 128 : 256, 128, 64})
     if (out_columns % (gated ? block_n / 2 : block_n) == 0)
       return block_n;
   return 64;
@@ -247,8 +251,9 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert) {
   } else {
     const int warpgroups = per_expert <= 96 ? 1 : 2;
     c.block_m = 64 * warpgroups;
-    c.gemm1 = tile(wgmma_block_n(shape.intermediate, true), 4, false, warpgroups);
-    c.gemm2 = tile(wgmma_block_n(shape.hidden, false), 4, false, warpgroups);
+    const bool fp8 = shape.dtype == MoeDType::fp8;
+    c.gemm1 = tile(wgmma_block_n(shape.intermediate, true, fp8), 4, false, warpgroups);
+    c.gemm2 = tile(wgmma_block_n(shape.hidden, false, fp8), 4, false, warpgroups);
   }
   return c;
 }
@@ -271,14 +276,15 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Ar
 
 llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
                              const Arch& arch) {
+  const bool fp8 = shape.dtype == MoeDType::fp8;
   if (config.block_m < 8 || config.block_m > 256 || config.block_m % 8 != 0)
     return make_error(Errc::invalid_argument,
                       "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}",
                       config.block_m);
   if (auto err =
-          check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true, arch))
+          check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true, fp8, arch))
     return err;
-  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false, arch);
+  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false, fp8, arch);
 }
 
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,

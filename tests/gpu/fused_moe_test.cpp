@@ -99,7 +99,7 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   } else {
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 64 ? 1 : 2;
     c.block_m = 64 * c.gemm1.warpgroups;
-    c.gemm1.block_n = 256;
+    c.gemm1.block_n = s.dtype == MoeDType::fp8 ? 128 : 256;
     c.gemm2.block_n = 128;
   }
   return c;
