@@ -80,6 +80,37 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc* map, un
                : "memory");
 }
 
+// Barrier among `threads` threads (a multiple of 32) of the CTA, id 1..15 (0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Four e4m3 (one 32-bit word, lowest byte first) -> four f16, exactly (every e4m3 value is an
+// f16 value), as two f16x2 words.
+__device__ __forceinline__ void e4m3x4_to_f16x4(unsigned word, unsigned& low, unsigned& high) {
+  asm("{\n.reg .b16 lo, hi;\n"
+      "mov.b32 {lo, hi}, %2;\n"
+      "cvt.rn.f16x2.e4m3x2 %0, lo;\n"
+      "cvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+      : "=r"(low), "=r"(high)
+      : "r"(word));
+}
+
+__device__ __forceinline__ U32x4 load_shared_u32x4(unsigned address) {
+  U32x4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(address));
+  return v;
+}
+
+__device__ __forceinline__ void store_shared_u32x4(unsigned address, unsigned x, unsigned y,
+                                                   unsigned z, unsigned w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(x), "r"(y), "r"(z),
+               "r"(w)
+               : "memory");
+}
+
 // Programmatic dependent launch (PTX griddepcontrol; cudaGridDependencySynchronize does not
 // exist under NVRTC). launch_dependents lets the next kernel in the stream start once every CTA
 // of this grid has run it or exited; wait blocks until the previous grid has completed and its

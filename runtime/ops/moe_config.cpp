@@ -61,10 +61,6 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
                                64 * t.warpgroups));
       if (!is_pow2_in(t.block_n, 64, 256))
         return bad("block_n must be 64, 128 or 256");
-      // FP8 keeps a second accumulator set for promotion (kernels_src/moe/gemm_wgmma.cu):
-      // 256 columns would need 256 registers per thread.
-      if (fp8 && t.block_n > 128)
-        return bad("FP8 wgmma tiles in the normal orientation are at most 128 wide");
     }
   } else {
     if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
@@ -77,7 +73,7 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
   const int64_t per_tile = gated ? t.block_n / 2 : t.block_n;
   if (out_columns % per_tile != 0)
     return bad(fmt::format("{} output columns are not a multiple of {}", out_columns, per_tile));
-  if (moe_gemm_shared_bytes(block_m, t) > k_max_shared)
+  if (moe_gemm_shared_bytes(block_m, t, fp8 ? MoeDType::fp8 : MoeDType::bf16) > k_max_shared)
     return bad("more than 227 KiB of shared memory");
   return llvm::Error::success();
 }
@@ -162,11 +158,15 @@ std::string MoeTileConfig::describe() const {
   return fmt::format("m{} g1[{}] g2[{}]", block_m, gemm1.describe(), gemm2.describe());
 }
 
-unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile) {
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype) {
   const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
-  const unsigned dynamic =
-      static_cast<unsigned>(tile.stages * (block_m + tile.block_n) * k_row_bytes) +
-      (wgmma ? 1024u : 0u); // wgmma: room to align the tiles to 1024 bytes
+  const unsigned rows = static_cast<unsigned>(block_m + tile.block_n);
+  unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
+  if (wgmma) {
+    dynamic += 1024; // room to align the tiles to 1024 bytes
+    if (dtype == MoeDType::fp8)
+      dynamic += 2 * rows * k_row_bytes; // the stage converted to f16 (gemm_wgmma.cu)
+  }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
   // would not raise the function's dynamic limit and the launch fails
@@ -222,7 +222,8 @@ MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t exp
   return c;
 }
 
-// The widest normal-orientation weight tile (256 (bf16), 128, 64 rows) that divides the outputs.
+// The widest normal-orientation weight tile that divides the outputs: 256 rows (bf16; FP8 stays
+// at 128, its f16 stage copy would not leave room for 4 stages), 128, 64.
 int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
   for (int block_n : {fp8 ? 128 : 256, 128, 64})
     if (out_columns % (gated ? block_n / 2 : block_n) == 0)

@@ -121,9 +121,10 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
                                                      const Arch& arch,
                                                      const MoeConfigTable* table);
 
-// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes, plus 1024
-// bytes of alignment slack for wgmma (just over 48 KiB when the kernel's static indices and
-// barriers would push the total past 48 KiB).
-unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile);
+// Dynamic shared memory of one GEMM launch: stages * (block_m + block_n) * 128 bytes; wgmma adds
+// 1024 bytes of alignment slack and, FP8, 2 * (block_m + block_n) * 128 for the f16 copy of a
+// stage (just over 48 KiB when the kernel's static indices and barriers would push the total
+// past 48 KiB).
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype);
 
 } // namespace specjit::ops

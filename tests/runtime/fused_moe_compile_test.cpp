@@ -195,8 +195,9 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   bad.gemm2.stages = 2;
   CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("at least 3") !=
         std::string::npos);
-  // Shared memory: the stages plus 1024 bytes to align the tiles.
-  CHECK(moe_gemm_shared_bytes(8, small.gemm2) == (8u + 64) * 128 * 8 + 1024);
+  // Shared memory: the stages, their f16 copy (FP8) and 1024 bytes to align the tiles.
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::bf16) == (8u + 64) * 128 * 8 + 1024);
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8) == (8u + 64) * 128 * 10 + 1024);
 }
 
 TEST_CASE("a tuned table overrides the default rule for its shape only") {
@@ -248,7 +249,8 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
 
 TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for the opt-in") {
   // (32 + 64) rows x 128 bytes x 4 stages = 48 KiB exactly, plus 256 bytes of static indices.
-  CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}) > 48u * 1024);
-  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}) == (16u + 64) * 128 * 4);
-  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}) == (64u + 128) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}, MoeDType::fp8) > 48u * 1024);
+  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8) == (16u + 64) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16) ==
+        (64u + 128) * 128 * 4);
 }

@@ -10,6 +10,7 @@ SIZES = [8, 16, 32, 64, 128, 256]
 TYPES = [  # (C++ name, PTX shape suffix and types, trailing immediates)
     ("e4m3", "k32.f32.e4m3.e4m3", "p, 1, 1"),
     ("bf16", "k16.f32.bf16.bf16", "p, 1, 1, 0, 0"),
+    ("f16", "k16.f32.f16.f16", "p, 1, 1, 0, 0"),
 ]
 
 
@@ -41,7 +42,7 @@ def main():
     print()
     print("namespace specjit_kernels {")
     print()
-    print("enum class WgmmaType { e4m3, bf16 };")
+    print("enum class WgmmaType { e4m3, bf16, f16 };")
     print()
     print("template <WgmmaType T, int N> struct Wgmma;")
     print()
