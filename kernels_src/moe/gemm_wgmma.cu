@@ -171,7 +171,7 @@ __device__ __forceinline__ void moe_wgmma_consume_bf16(const MoeWgmmaBlock& b,
     fence_registers(acc[h]);
 }
 
-// The consumer warpgroups' K loop, FP8. e4m3 wgmma accumulates with less than fp32 precision:
+// The consumer warpgroups' K loop, FP8 in the normal orientation. e4m3 wgmma accumulates with less than fp32 precision:
 // measured on the H200 against the emulating reference, the layer's error was 1.1-2.0e-2 with
 // e4m3 wgmma over the whole K, 5.3e-3 promoting into fp32 registers every 128 of K and
 // 2.2-3.5e-3 promoting after every k32 instruction, against 3e-3 allowed and 0 for mma.sync.
@@ -248,10 +248,90 @@ __device__ __forceinline__ void moe_wgmma_consume_fp8(const MoeWgmmaBlock& b,
     fence_registers(acc[h]);
 }
 
+// FP8 swap-AB: the weights are wgmma's A, which may come from registers. Each warp loads its
+// 16 weight rows of a k32 step with ldmatrix (the mma.sync e4m3 fragment: row lane/4 (+8),
+// bytes 4(lane%4)..+3 and 16 + 4(lane%4)..+3) and converts them to two f16 A fragments; the
+// f16 fragment wants k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4), so f16 k16 step j takes e4m3 bytes
+// 16j..16j+15 in the order perm = [0,1,4,5,8,9,12,13, 2,3,6,7,10,11,14,15], and the token
+// tile (B, converted to f16 in shared memory by the consumers, double-buffered) is written in
+// that same order. No weight byte goes back to shared memory: the stage is released as soon
+// as its ldmatrix loads have returned.
+template <class G>
+__device__ __forceinline__ void moe_wgmma_consume_fp8_swap(const MoeWgmmaBlock& b,
+                                                           float (&acc)[G::k_halves][G::k_acc]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;
+  const int warp = (tid >> 5) & 3;
+  const int lane = tid & 31;
+  const unsigned t16_base = b.tiles + G::k_stages_value * G::k_stage_bytes;
+  constexpr int k_t16_bytes = 2 * G::k_tok * 128; // one buffer: 2 halves of K
+#pragma unroll 1
+  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+    const int s = kt % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    const unsigned t_tile = w_tile + G::k_w_tile_bytes;
+    const unsigned t16 = t16_base + (kt & 1) * k_t16_bytes;
+    // Tokens -> f16 in the permuted k order.
+    for (int item = tid; item < G::k_tok * 8; item += G::k_consumers) {
+      const int r = item >> 3, c = item & 7;
+      const U32x4 v = load_shared_u32x4(t_tile + r * 128 + ((c ^ (r & 7)) << 4));
+      unsigned l[4], h[4];
+      e4m3x4_to_f16x4(v.x, l[0], h[0]);
+      e4m3x4_to_f16x4(v.y, l[1], h[1]);
+      e4m3x4_to_f16x4(v.z, l[2], h[2]);
+      e4m3x4_to_f16x4(v.w, l[3], h[3]);
+      const unsigned row_base = t16 + (c >> 2) * G::k_tok * 128 + r * 128;
+      const int q = (2 * c) & 7;
+      store_shared_u32x4(row_base + ((q ^ (r & 7)) << 4), l[0], l[1], l[2], l[3]);
+      store_shared_u32x4(row_base + (((q + 1) ^ (r & 7)) << 4), h[0], h[1], h[2], h[3]);
+    }
+    // Weights: ldmatrix + convert, every k32 step of the stage, into registers.
+    unsigned a[G::k_halves][8][4];
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int row = h * (G::k_bw / 2) + wg * 64 + warp * 16 + (lane & 15);
+        const int chunk = 2 * kk + (lane >> 4);
+        unsigned e[4];
+        ldmatrix_x4(w_tile + row * 128 + ((chunk ^ (row & 7)) << 4), e[0], e[1], e[2], e[3]);
+        e4m3x4_to_f16x4(e[0], a[h][2 * kk][0], a[h][2 * kk][2]);
+        e4m3x4_to_f16x4(e[1], a[h][2 * kk][1], a[h][2 * kk][3]);
+        e4m3x4_to_f16x4(e[2], a[h][2 * kk + 1][0], a[h][2 * kk + 1][2]);
+        e4m3x4_to_f16x4(e[3], a[h][2 * kk + 1][1], a[h][2 * kk + 1][3]);
+      }
+    fence_proxy_async_shared();
+    // The f16 tokens are complete, every wgmma of the stage before last has completed (each
+    // thread waited before arriving), and this stage's e4m3 bytes have all been read.
+    named_barrier(1, G::k_consumers);
+    mbarrier_arrive(b.empty_bar + 8 * s);
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+      fence_registers(acc[h]);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const unsigned long long b_desc =
+          wgmma_desc_sw128(t16 + (j >> 2) * G::k_tok * 128) + 2 * (j & 3);
+#pragma unroll
+      for (int h = 0; h < G::k_halves; ++h)
+        WgmmaRegA<G::k_mma_n>::mma(acc[h], a[h][j], b_desc, (kt | j) != 0);
+    }
+    wgmma_commit();
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+      fence_registers(acc[h]);
+    wgmma_wait<0>(); // the A registers are rewritten by the next stage
+  }
+}
+
 template <class G>
 __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
-  if constexpr (G::k_fp8)
+  if constexpr (G::k_fp8 && G::k_swap)
+    moe_wgmma_consume_fp8_swap<G>(b, acc);
+  else if constexpr (G::k_fp8)
     moe_wgmma_consume_fp8<G>(b, acc);
   else
     moe_wgmma_consume_bf16<G>(b, acc);
@@ -449,8 +529,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS + 32 threads; dynamic
-// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 2 * (BW + TOK) * 128 more for the f16
-// tiles, and 1024 bytes of alignment slack. The weight tensor
+// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 more for the f16 tiles (normal:
+// 2 * (BW + TOK) * 128, swap-AB: 4 * TOK * 128), and 1024 bytes of alignment slack. The weight tensor
 // map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW (GEMM2) or
 // BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle.
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \

@@ -164,8 +164,8 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
   if (wgmma) {
     dynamic += 1024; // room to align the tiles to 1024 bytes
-    if (dtype == MoeDType::fp8)
-      dynamic += 2 * rows * k_row_bytes; // the stage converted to f16 (gemm_wgmma.cu)
+    if (dtype == MoeDType::fp8) // the f16 tiles (kernels_src/moe/gemm_wgmma.cu)
+      dynamic += tile.swap_ab ? 4u * block_m * k_row_bytes : 2 * rows * k_row_bytes;
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
