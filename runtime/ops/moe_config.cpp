@@ -50,9 +50,9 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
     if (t.stages < 3)
       return bad("wgmma needs at least 3 pipeline stages");
     if (t.swap_ab) {
-      if (t.block_n != 64 * t.warpgroups * (gated ? 2 : 1))
-        return bad(fmt::format("swap-AB needs block_n = {} (64 output columns per warpgroup)",
-                               64 * t.warpgroups * (gated ? 2 : 1)));
+      if (t.block_n != 64 * (gated ? 2 : 1))
+        return bad(fmt::format("swap-AB needs block_n = {} (64 output columns per CTA)",
+                               64 * (gated ? 2 : 1)));
       if (!is_pow2_in(block_m, 8, 256))
         return bad("swap-AB needs block_m in 8, 16, 32, 64, 128, 256");
     } else {
@@ -165,7 +165,8 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   if (wgmma) {
     dynamic += 1024; // room to align the tiles to 1024 bytes
     if (dtype == MoeDType::fp8) // the f16 tiles (kernels_src/moe/gemm_wgmma.cu)
-      dynamic += tile.swap_ab ? 4u * block_m * k_row_bytes : 2 * rows * k_row_bytes;
+      dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
+                              : 2 * rows * k_row_bytes;
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
@@ -231,7 +232,7 @@ int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
   return 64;
 }
 
-MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert) {
+MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
   MoeTileConfig c;
   auto tile = [](int block_n, int stages, bool swap, int warpgroups) {
     GemmTile t;
@@ -247,8 +248,10 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert) {
     c.block_m = 8;
     while (c.block_m < per_expert)
       c.block_m *= 2;
-    c.gemm1 = tile(128, 6, true, 1);
-    c.gemm2 = tile(64, 8, true, 1);
+    // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
+    auto split = [&](int64_t out_columns) { return experts_hit * (out_columns / 64) < k_h200_sms ? 2 : 1; };
+    c.gemm1 = tile(128, 6, true, split(shape.intermediate));
+    c.gemm2 = tile(64, 8, true, split(shape.hidden));
   } else {
     const int warpgroups = per_expert <= 96 ? 1 : 2;
     c.block_m = 64 * warpgroups;
@@ -266,7 +269,7 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Ar
   const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
   const int64_t experts_hit = std::min(shape.experts, slots);
   if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
-    MoeTileConfig c = wgmma_default(shape, per_expert);
+    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit);
     llvm::Error err = check_moe_config(shape, c, arch);
     if (!err)
       return c;

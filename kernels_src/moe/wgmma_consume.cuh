@@ -1,0 +1,293 @@
+// The consumer warpgroups of the wgmma MoE GEMMs (moe/gemm_wgmma.cu): one K loop per operand
+// precision, and the swap-AB reduction across warpgroups that split K.
+//
+// Precision. e4m3 wgmma accumulates with less than fp32 precision. Measured on the H200
+// against the emulating reference (whole layer, FP8): 1.1-2.0e-2 with e4m3 wgmma over the whole
+// K, 5.3e-3 promoting into fp32 registers every 128 of K, 2.2-3.5e-3 promoting after every k32
+// instruction; 3e-3 is allowed, mma.sync gives 0. The error comes from GEMM1, whose output is
+// requantized to e4m3 (a perturbed sum flips its rounding); GEMM2's bf16 output absorbs it. So:
+//   GEMM1 FP8  e4m3 tiles converted to f16 (exact: every e4m3 value is an f16 value), f16
+//              wgmma with fp32 accumulation. Swap-AB converts the weights in registers (A from
+//              registers); the normal orientation converts the stage in shared memory.
+//   GEMM2 FP8  e4m3 wgmma, promoted into fp32 registers after every k32 (swap-AB) or every
+//              stage (normal).
+//   bf16       bf16 wgmma, fp32 accumulation.
+#pragma once
+
+#include "moe/wgmma_pipeline.cuh"
+
+namespace specjit_kernels {
+
+// Stages a consumer warpgroup takes: all (normal), or every k_split-th from its index (swap).
+template <class G> __device__ __forceinline__ int moe_first_stage() {
+  return G::k_swap ? static_cast<int>(threadIdx.x) >> 7 : 0;
+}
+
+template <class G> __device__ __forceinline__ void moe_fence_acc(float (&acc)[G::k_halves][G::k_acc]) {
+#pragma unroll
+  for (int h = 0; h < G::k_halves; ++h)
+    fence_registers(acc[h]);
+}
+
+// Descriptors of one stage's operands (k offset 0) for warpgroup `wg`, tiles of 128-byte rows.
+template <class G>
+__device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile, int w_rows,
+                                                int t_rows, int wg,
+                                                unsigned long long (&a_desc)[G::k_halves],
+                                                unsigned long long& b_desc) {
+  if constexpr (G::k_swap) {
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+      a_desc[h] = wgmma_desc_sw128(w_tile + h * (w_rows / 2) * 128);
+    b_desc = wgmma_desc_sw128(t_tile);
+  } else {
+    a_desc[0] = wgmma_desc_sw128(t_tile + wg * 64 * 128);
+    b_desc = wgmma_desc_sw128(w_tile);
+  }
+  (void)t_rows;
+}
+
+// Straight from the stage: bf16 (fp32 accumulation), or e4m3 promoted every PROMOTE k32 steps
+// into fp32 registers (PROMOTE = 0: never).
+template <class G, WgmmaType TYPE, int PROMOTE>
+__device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b,
+                                                   float (&acc)[G::k_halves][G::k_acc]) {
+  const int wg = static_cast<int>(threadIdx.x) >> 7;
+  constexpr int k_group = PROMOTE == 0 ? 4 : PROMOTE; // k steps per wgmma group
+  // Normal orientation without promotion keeps one group in flight and releases a stage one
+  // iteration late; everything else waits and releases at once (swap-AB must: with K split
+  // across warpgroups a late release would deadlock against the producer's lag).
+  constexpr bool k_in_flight = PROMOTE == 0 && !G::k_swap;
+  float part[G::k_halves][G::k_acc];
+  if constexpr (PROMOTE != 0) {
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int i = 0; i < G::k_acc; ++i)
+        acc[h][i] = 0.0f;
+  }
+  float(&target)[G::k_halves][G::k_acc] = PROMOTE != 0 ? part : acc;
+  const int first = moe_first_stage<G>();
+#pragma unroll 1
+  for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
+    const int s = kt % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    unsigned long long a_desc[G::k_halves], b_desc;
+    moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, G::k_tok, wg, a_desc, b_desc);
+#pragma unroll
+    for (int k0 = 0; k0 < 4; k0 += k_group) {
+      moe_fence_acc<G>(target);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = k0; ks < k0 + k_group; ++ks)
+#pragma unroll
+        for (int h = 0; h < G::k_halves; ++h)
+          Wgmma<TYPE, G::k_mma_n>::mma(target[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
+                                       PROMOTE != 0 ? ks != k0 : (kt != first) | (ks != 0));
+      wgmma_commit();
+      moe_fence_acc<G>(target);
+      if constexpr (PROMOTE != 0) {
+        wgmma_wait<0>();
+        moe_fence_acc<G>(part);
+#pragma unroll
+        for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+          for (int i = 0; i < G::k_acc; ++i)
+            acc[h][i] += part[h][i];
+      }
+    }
+    if constexpr (k_in_flight) {
+      wgmma_wait<1>();
+      if (kt > 0)
+        mbarrier_arrive(b.empty_bar + 8 * ((kt - 1) % G::k_stages_value));
+    } else {
+      wgmma_wait<0>();
+      mbarrier_arrive(b.empty_bar + 8 * s);
+    }
+  }
+  wgmma_wait<0>();
+  moe_fence_acc<G>(acc);
+}
+
+// Four e4m3 bytes of a 16-byte chunk -> the f16 words of the permuted k order used by the
+// register-A path: f16 k16 step j takes e4m3 bytes 16j..16j+15 in the order
+// [0,1,4,5,8,9,12,13, 2,3,6,7,10,11,14,15] (see moe_consume_f16_regs).
+__device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int c, U32x4 v,
+                                                  bool permuted) {
+  unsigned f[8];
+  if (permuted) {
+    e4m3x4_to_f16x4(v.x, f[0], f[4]);
+    e4m3x4_to_f16x4(v.y, f[1], f[5]);
+    e4m3x4_to_f16x4(v.z, f[2], f[6]);
+    e4m3x4_to_f16x4(v.w, f[3], f[7]);
+  } else {
+    e4m3x4_to_f16x4(v.x, f[0], f[1]);
+    e4m3x4_to_f16x4(v.y, f[2], f[3]);
+    e4m3x4_to_f16x4(v.z, f[4], f[5]);
+    e4m3x4_to_f16x4(v.w, f[6], f[7]);
+  }
+  const int q = (2 * c) & 7;
+  store_shared_u32x4(row_base + ((q ^ (r & 7)) << 4), f[0], f[1], f[2], f[3]);
+  store_shared_u32x4(row_base + (((q + 1) ^ (r & 7)) << 4), f[4], f[5], f[6], f[7]);
+}
+
+// e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out`, items
+// `first`, `first + step`, ... of rows * 8 chunks.
+__device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows,
+                                                 int first, int step, bool permuted) {
+  for (int item = first; item < rows * 8; item += step) {
+    const int r = item >> 3, c = item & 7;
+    const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
+    moe_convert_chunk(out + (c >> 2) * rows * 128 + r * 128, r, c, v, permuted);
+  }
+}
+
+// FP8 GEMM1, swap-AB: the weights are wgmma's A, taken from registers. Each warp loads its 16
+// weight rows of a k32 step with ldmatrix (the mma.sync e4m3 fragment: row lane/4 (+8), bytes
+// 4(lane%4)..+3 and 16 + 4(lane%4)..+3) and converts them into two f16 A fragments, which
+// want k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4): hence the permuted k order, which the token tile
+// (B, converted in shared memory, double-buffered per warpgroup) follows too. The stage is
+// released as soon as its ldmatrix loads have returned.
+template <class G>
+__device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b,
+                                                     float (&acc)[G::k_halves][G::k_acc]) {
+  static_assert(G::k_swap, "register A is the weights: swap-AB only");
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;
+  const int warp = (tid >> 5) & 3;
+  const int lane = tid & 31;
+  constexpr int k_t16_bytes = 2 * G::k_tok * 128;
+  const unsigned t16_base =
+      b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
+  const int first = moe_first_stage<G>();
+#pragma unroll 1
+  for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
+    const int s = kt % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    const unsigned t16 = t16_base + ((kt / G::k_split) & 1) * k_t16_bytes;
+    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128, true);
+    unsigned a[G::k_halves][8][4];
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int row = h * (G::k_bw / 2) + warp * 16 + (lane & 15);
+        const int chunk = 2 * kk + (lane >> 4);
+        unsigned e[4];
+        ldmatrix_x4(w_tile + row * 128 + ((chunk ^ (row & 7)) << 4), e[0], e[1], e[2], e[3]);
+        e4m3x4_to_f16x4(e[0], a[h][2 * kk][0], a[h][2 * kk][2]);
+        e4m3x4_to_f16x4(e[1], a[h][2 * kk][1], a[h][2 * kk][3]);
+        e4m3x4_to_f16x4(e[2], a[h][2 * kk + 1][0], a[h][2 * kk + 1][2]);
+        e4m3x4_to_f16x4(e[3], a[h][2 * kk + 1][1], a[h][2 * kk + 1][3]);
+      }
+    fence_proxy_async_shared();
+    // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
+    // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
+    named_barrier(1 + wg, 128);
+    mbarrier_arrive(b.empty_bar + 8 * s);
+    moe_fence_acc<G>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const unsigned long long b_desc =
+          wgmma_desc_sw128(t16 + (j >> 2) * G::k_tok * 128) + 2 * (j & 3);
+#pragma unroll
+      for (int h = 0; h < G::k_halves; ++h)
+        WgmmaRegA<G::k_mma_n>::mma(acc[h], a[h][j], b_desc, (kt != first) | (j != 0));
+    }
+    wgmma_commit();
+    moe_fence_acc<G>(acc);
+    wgmma_wait<0>(); // the A registers are rewritten by the next stage
+  }
+}
+
+// FP8 GEMM1, normal orientation: the consumers convert the whole stage (weights and tokens)
+// into one f16 buffer, then every warpgroup runs its wgmmas from it. Two barriers per stage:
+// the buffer is free (every wgmma of the last stage completed), the buffer is complete.
+template <class G>
+__device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
+                                                       float (&acc)[G::k_halves][G::k_acc]) {
+  static_assert(!G::k_swap, "swap-AB converts in registers");
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7;
+  const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
+  const unsigned t16 = w16 + 2 * G::k_bw * 128;
+#pragma unroll 1
+  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+    const int s = kt % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    if (kt > 0)
+      named_barrier(1, G::k_consumers);
+    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    moe_convert_tile(w_tile, w16, G::k_bw, tid, G::k_consumers, false);
+    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid, G::k_consumers, false);
+    fence_proxy_async_shared();
+    named_barrier(1, G::k_consumers);
+    mbarrier_arrive(b.empty_bar + 8 * s); // the e4m3 stage has been read
+    moe_fence_acc<G>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const int half = ks >> 2;
+      unsigned long long a_desc[G::k_halves], b_desc;
+      moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw,
+                         G::k_tok, wg, a_desc, b_desc);
+      Wgmma<WgmmaType::f16, G::k_mma_n>::mma(acc[0], a_desc[0] + 2 * (ks & 3),
+                                             b_desc + 2 * (ks & 3), (kt | ks) != 0);
+    }
+    wgmma_commit();
+    moe_fence_acc<G>(acc);
+    wgmma_wait<0>();
+  }
+}
+
+template <class G>
+__device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b,
+                                                  float (&acc)[G::k_halves][G::k_acc]) {
+  if constexpr (!G::k_fp8)
+    moe_consume_direct<G, WgmmaType::bf16, 0>(b, acc);
+  else if constexpr (!G::k_gated)
+    moe_consume_direct<G, WgmmaType::e4m3, G::k_swap ? 1 : 4>(b, acc);
+  else if constexpr (G::k_swap)
+    moe_consume_f16_regs<G>(b, acc);
+  else
+    moe_consume_f16_shared<G>(b, acc);
+}
+
+// Swap-AB with K split across warpgroups: warpgroup 1 hands its partial sums to warpgroup 0
+// through the (now idle) stage memory. Returns false for the warpgroups that are done.
+template <class G>
+__device__ __forceinline__ bool moe_wgmma_reduce(const MoeWgmmaBlock& b,
+                                                 float (&acc)[G::k_halves][G::k_acc]) {
+  if constexpr (G::k_split == 1) {
+    return true;
+  } else {
+    static_assert(G::k_split == 2, "two warpgroups at most");
+    static_assert(G::k_halves * G::k_acc * 128 * 4 <= G::k_stages_value * G::k_stage_bytes,
+                  "the partial sums fit in the stage memory");
+    const int tid = static_cast<int>(threadIdx.x);
+    // Every stage has been consumed, so the producer writes no more shared memory.
+    named_barrier(1 + G::k_split, G::k_consumers);
+    float* partial = reinterpret_cast<float*>(b.tiles_generic);
+    if (tid >= 128) {
+#pragma unroll
+      for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+        for (int i = 0; i < G::k_acc; ++i)
+          partial[(h * G::k_acc + i) * 128 + (tid - 128)] = acc[h][i];
+    }
+    named_barrier(1 + G::k_split, G::k_consumers);
+    if (tid >= 128)
+      return false;
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int i = 0; i < G::k_acc; ++i)
+        acc[h][i] += partial[(h * G::k_acc + i) * 128 + tid];
+    return true;
+  }
+}
+
+} // namespace specjit_kernels

@@ -1,0 +1,168 @@
+// The machinery of the wgmma MoE GEMMs (moe/gemm_wgmma.cu): tile traits, CTA setup and the
+// producer warp. Pipeline: STAGES deep, 128 bytes of K per stage. The producer warp loads the
+// weight tile with TMA (128-byte swizzle; completes the stage's `full` mbarrier by transaction
+// count) and gathers the token rows by index with cp.async into the same swizzled layout; it
+// signals those LAG = STAGES - 2 stages later (wait_group, proxy fence, arrive), which keeps it
+// streaming while consumers may hold one wgmma group in flight. Consumers arrive on `empty`
+// once nothing reads the stage any more.
+#pragma once
+
+#include "common/fp8.cuh"
+#include "common/spec.cuh"
+#include "common/wgmma.cuh"
+#include "moe/moe_common.cuh"
+
+namespace specjit_kernels {
+
+template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES>
+struct MoeWgmma {
+  static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
+  static constexpr int k_k_tiles = k_k_bytes / 128;
+  static constexpr int k_consumers = 128 * WGS;
+  static constexpr int k_threads = k_consumers + 32;
+  static constexpr int k_w_tile_bytes = BW * 128;
+  static constexpr int k_stage_bytes = (BW + TOK) * 128;
+  static constexpr int k_out_cols = GATED ? BW / 2 : BW;
+  // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
+  // columns; normal: they split the token rows.
+  static constexpr int k_split = SWAP ? WGS : 1;
+  static constexpr int k_empty_arrivals = SWAP ? 128 : 128 * WGS;
+  static constexpr int k_mma_n = SWAP ? TOK : BW;
+  static constexpr int k_halves = SWAP && GATED ? 2 : 1;
+  static constexpr int k_acc = k_mma_n / 2;
+  static constexpr int k_lag = STAGES - 2;
+
+  static_assert(k_k_bytes % 128 == 0, "K must fill 128-byte rows");
+  static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
+  static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
+  static_assert(!SWAP || k_out_cols == 64, "swap-AB: 64 output columns per CTA");
+  static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
+  static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
+  static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 ||
+                    k_mma_n == 128 || k_mma_n == 256,
+                "wgmma N must be one of 8, 16, 32, 64, 128, 256");
+  static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
+};
+
+// Everything one CTA needs, set up before the main loop.
+struct MoeWgmmaBlock {
+  int m_block;         // block of TOK sorted slots
+  int tile;            // weight tile (k_out_cols output columns)
+  int expert;
+  unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
+  unsigned char* tiles_generic; // the same, as a generic pointer
+  unsigned full_bar;   // shared address of full[0] (8 bytes per stage)
+  unsigned empty_bar;  // shared address of empty[0]
+};
+
+template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES>
+struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES> {
+  static constexpr bool k_gated = GATED;
+  static constexpr bool k_swap = SWAP;
+  static constexpr int k_tok = TOK;
+  static constexpr int k_bw = BW;
+  static constexpr int k_stages_value = STAGES;
+  static constexpr int k_n = N;
+  static constexpr bool k_fp8 = FP8;
+};
+
+// Shared setup: early exit past the padded count, the block's A rows and slots, the barriers.
+// Returns false when the block has no work.
+template <class G>
+__device__ __forceinline__ bool
+moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+                int num_slots, int a_row_divisor, unsigned char* smem, unsigned long long* bars,
+                int* a_rows, int* slot_of_row, MoeWgmmaBlock& b) {
+  // Grouped rasterization over a 1-D grid: CTAs in launch order take k_group_blocks consecutive
+  // token blocks (mostly one expert) for one weight tile, then the next tile, so the CTAs in
+  // flight share weight tiles through L2 instead of each re-reading them from HBM.
+  constexpr int k_group_blocks = 8;
+  constexpr int k_tiles = G::k_n / G::k_out_cols;
+  const int id = static_cast<int>(blockIdx.x);
+  const int in_group = id % (k_group_blocks * k_tiles);
+  const int m_block = id / (k_group_blocks * k_tiles) * k_group_blocks + in_group % k_group_blocks;
+  b.m_block = m_block;
+  b.tile = in_group / k_group_blocks;
+  if (m_block * G::k_tok >= *num_post_padded)
+    return false;
+  b.expert = expert_ids[m_block];
+  b.tiles = (shared_address(smem) + 1023) & ~1023u;
+  b.tiles_generic = smem + (b.tiles - shared_address(smem));
+  b.full_bar = shared_address(bars);
+  b.empty_bar = b.full_bar + 8 * G::k_stages_value;
+  for (int r = static_cast<int>(threadIdx.x); r < G::k_tok; r += G::k_threads) {
+    const int slot = sorted_ids[m_block * G::k_tok + r];
+    const bool valid = slot >= 0 && slot < num_slots;
+    slot_of_row[r] = valid ? slot : -1;
+    a_rows[r] = valid ? slot / a_row_divisor : -1;
+  }
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < G::k_stages_value; ++s) {
+      mbarrier_init(b.full_bar + 8 * s, 1 + 32);
+      mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  return true;
+}
+
+// The producer warp. `depends` (GEMM2): the token rows are the previous kernel's output, so the
+// first stages' weights are requested before griddepcontrol.wait and the gathers after it;
+// under a programmatic launch the weight stream overlaps the end of GEMM1.
+template <class G>
+__device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
+                                                  const unsigned char* a, const int* a_rows,
+                                                  int w_row0, int w_row_half, bool depends) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  auto load_weights = [&](int kt) {
+    const int s = kt % G::k_stages_value;
+    const unsigned full = b.full_bar + 8 * s;
+    mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
+    if (lane == 0) {
+      const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+      mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
+      tma_load_3d(w_tile, w_map, full, kt * 128, w_row0, b.expert);
+      if constexpr (G::k_gated)
+        tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, kt * 128, w_row0 + w_row_half,
+                    b.expert);
+    }
+  };
+  const int prefetched = depends ? (G::k_k_tiles < G::k_stages_value ? G::k_k_tiles
+                                                                      : G::k_stages_value)
+                                 : 0;
+#pragma unroll 1
+  for (int kt = 0; kt < prefetched; ++kt)
+    load_weights(kt);
+  if (depends)
+    grid_dependency_wait();
+#pragma unroll 1
+  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+    if (kt >= prefetched)
+      load_weights(kt);
+    const unsigned t_tile =
+        b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
+#pragma unroll
+    for (int c = lane; c < G::k_tok * 8; c += 32) {
+      const int r = c >> 3, chunk = c & 7;
+      const int row = a_rows[r];
+      const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes +
+                                 kt * 128 + chunk * 16;
+      cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
+    }
+    cp_async_commit();
+    if (kt >= G::k_lag) {
+      cp_async_wait<G::k_lag>();
+      fence_proxy_async_shared();
+      mbarrier_arrive(b.full_bar + 8 * ((kt - G::k_lag) % G::k_stages_value));
+    }
+  }
+  cp_async_wait<0>();
+  fence_proxy_async_shared();
+  const int first = G::k_k_tiles > G::k_lag ? G::k_k_tiles - G::k_lag : 0;
+#pragma unroll 1
+  for (int kt = first; kt < G::k_k_tiles; ++kt)
+    mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
+}
+
+} // namespace specjit_kernels
