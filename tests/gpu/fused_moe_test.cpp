@@ -94,6 +94,8 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   if (forced == Forced::wgmma_swap) {
     c.gemm1.swap_ab = c.gemm2.swap_ab = true;
     c.block_m = tokens <= 16 ? 8 : 32; // exercises multi-group token tiles (N = 32) too
+    // K split across two warpgroups for a few token counts, one warpgroup for the others.
+    c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 16 ? 2 : 1;
     c.gemm1.block_n = 128;
     c.gemm2.block_n = 64;
   } else {
