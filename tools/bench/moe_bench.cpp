@@ -215,6 +215,8 @@ std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens, const A
     add(m, wgmma_tile(128, 4, true, 1), wgmma_tile(64, 6, true, 1));
     add(m, wgmma_tile(128, 6, true, 2), wgmma_tile(64, 8, true, 2)); // K split in two
     add(m, wgmma_tile(128, 4, true, 2), wgmma_tile(64, 6, true, 1));
+    add(m, wgmma_tile(128, 8, true, 2), wgmma_tile(64, 4, true, 1));
+    add(m, wgmma_tile(128, 8, true, 1), wgmma_tile(64, 4, true, 2));
   }
   for (int wg : {1, 2}) {
     add(64 * wg, wgmma_tile(256, 4, false, wg), wgmma_tile(256, 4, false, wg)); // bf16 only
@@ -311,9 +313,10 @@ int run_moe_bench(int argc, char** argv) {
 
   llvm::json::Array rows, crossover;
   MoeConfigTable tuned;
-  llvm::outs() << fmt::format("{:<16} {:>4} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n",
-                              "model", "dt", "T", "gemm_us", "no_pdl", "layer_us", "floor%",
-                              "TFLOP/s", "peer_us", "x_peer", "config");
+  llvm::outs() << fmt::format(
+      "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n", "model", "dt",
+      "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "floor%", "TFLOP/s", "peer_us", "x_peer",
+      "config");
   for (const Model& model : k_models) {
     if (models.find(std::string(model.name).substr(0, 5)) == std::string::npos)
       continue;
@@ -390,15 +393,21 @@ int run_moe_bench(int argc, char** argv) {
         const double layer_plain_us = time_us(engine, drv, s, *setup.buffers, tokens, plain, stream);
         plain.stages = moe_stage_gemm1 | moe_stage_gemm2;
         const double gemm_plain_us = time_us(engine, drv, s, *setup.buffers, tokens, plain, stream);
+        // Each GEMM alone (plain stream order), to show where the GEMM time goes.
+        plain.stages = moe_stage_gemm1;
+        const double gemm1_us = time_us(engine, drv, s, *setup.buffers, tokens, plain, stream);
+        plain.stages = moe_stage_gemm2;
+        const double gemm2_us = time_us(engine, drv, s, *setup.buffers, tokens, plain, stream);
         const int64_t distinct = distinct_experts(drv, *setup.buffers, s, tokens);
         const double floor_us = distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
         const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
         const double tflops = flops / (gemm_us * 1e-6) / 1e12;
         const double peer = dtype == MoeDType::fp8 ? model.peer_us[i] : 0.0;
         llvm::outs() << fmt::format(
-            "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>9.1f} {:>6.0f}% {:>8.1f} {:>9} {:>7}  {}\n",
-            model.name, moe_dtype_name(dtype).str(), tokens, gemm_us, gemm_plain_us, layer_us,
-            100.0 * floor_us / gemm_us,
+            "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.0f}% {:>8.1f} {:>9} "
+            "{:>7}  {}\n",
+            model.name, moe_dtype_name(dtype).str(), tokens, gemm_us, gemm_plain_us, gemm1_us,
+            gemm2_us, layer_us, 100.0 * floor_us / gemm_us,
             tflops, peer > 0 ? fmt::format("{:.1f}", peer) : "-",
             peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
         llvm::outs().flush();
@@ -412,6 +421,8 @@ int run_moe_bench(int argc, char** argv) {
                                {"gemm_us", gemm_us},
                                {"layer_us", layer_us},
                                {"gemm_us_without_pdl", gemm_plain_us},
+                               {"gemm1_alone_us", gemm1_us},
+                               {"gemm2_alone_us", gemm2_us},
                                {"layer_us_without_pdl", layer_plain_us},
                                {"distinct_experts", distinct},
                                {"floor_us", floor_us},
