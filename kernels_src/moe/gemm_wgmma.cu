@@ -28,8 +28,34 @@ namespace specjit_kernels {
 // within the block of TOK slots, column within the tile's output columns). Gated: v = silu(gate
 // * scale) * (up * scale) is computed here. Normal orientation hands out adjacent column pairs
 // (pair = true, v1 at column + 1); swap-AB single values (pair = false).
+// Packed swap-AB GEMM1 (32 gate rows over 32 up rows): warps 2-3 hold the up values of the
+// columns warps 0-1 hold the gate values of; they hand them over through the idle stage memory
+// (past the K-split partial sums). Afterwards only warps 0-1 have outputs.
+template <class G>
+__device__ __forceinline__ void moe_wgmma_pair_up(const MoeWgmmaBlock& b,
+                                                  const float (&acc)[G::k_halves][G::k_acc]) {
+  if constexpr (G::k_packed) {
+    static_assert((G::k_acc * 128 + 32 * G::k_tok) * 4 <= G::k_stages_value * G::k_stage_bytes,
+                  "partial sums and up values fit in the stage memory");
+    const int warp = (static_cast<int>(threadIdx.x) >> 5) & 3;
+    const int lane = static_cast<int>(threadIdx.x) & 31;
+    float* up = reinterpret_cast<float*>(b.tiles_generic) + G::k_acc * 128;
+    if (warp >= 2) {
+#pragma unroll
+      for (int j = 0; j < G::k_mma_n / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int column = 16 * (warp - 2) + (lane >> 2) + 8 * (e >> 1);
+          up[column * G::k_tok + 8 * j + 2 * (lane & 3) + (e & 1)] = acc[0][4 * j + e];
+        }
+    }
+    named_barrier(4, 128);
+  }
+}
+
 template <class G, class Store>
-__device__ __forceinline__ void moe_wgmma_outputs(const float (&acc)[G::k_halves][G::k_acc],
+__device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
+                                                  const float (&acc)[G::k_halves][G::k_acc],
                                                   float scale, Store&& store) {
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   const int warp = (static_cast<int>(threadIdx.x) >> 5) & 3;
@@ -37,7 +63,21 @@ __device__ __forceinline__ void moe_wgmma_outputs(const float (&acc)[G::k_halves
   const int row0 = 16 * warp + (lane >> 2);
   const int col0 = 2 * (lane & 3);
   auto value = [&](int h, int index) { return acc[h][index] * scale; };
-  if constexpr (G::k_swap) {
+  if constexpr (G::k_packed) {
+    // Gate in this thread's accumulator (warps 0-1), up from moe_wgmma_pair_up's hand-over.
+    if (warp >= 2)
+      return;
+    const float* up = reinterpret_cast<const float*>(b.tiles_generic) + G::k_acc * 128;
+#pragma unroll
+    for (int j = 0; j < G::k_mma_n / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int column = row0 + 8 * (e >> 1);
+        const int token = 8 * j + col0 + (e & 1);
+        const float v = moe_silu(value(0, 4 * j + e)) * (up[column * G::k_tok + token] * scale);
+        store(token, column, v, 0.0f, false);
+      }
+  } else if constexpr (G::k_swap) {
 #pragma unroll
     for (int j = 0; j < G::k_mma_n / 8; ++j)
 #pragma unroll
@@ -99,12 +139,13 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
   moe_wgmma_consume<G>(b, acc);
   if (!moe_wgmma_reduce<G>(b, acc))
     return;
+  moe_wgmma_pair_up<G>(b, acc);
   float scale = 1.0f, inverse_out = 1.0f;
   if constexpr (FP8) {
     scale = a1_scale[0] * w13_scale[b.expert];
     inverse_out = div_rn(1.0f, a2_scale[0]);
   }
-  moe_wgmma_outputs<G>(acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+  moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
     const int slot = slot_of_row[token];
     if (slot < 0)
       return;
@@ -154,7 +195,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
   float scale = 1.0f;
   if constexpr (FP8)
     scale = a2_scale[0] * w2_scale[b.expert];
-  moe_wgmma_outputs<G>(acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+  moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
     const int slot = slot_of_row[token];
     if (slot < 0)
       return;

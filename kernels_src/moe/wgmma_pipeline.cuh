@@ -28,14 +28,18 @@ struct MoeWgmma {
   static constexpr int k_split = SWAP ? WGS : 1;
   static constexpr int k_empty_arrivals = SWAP ? 128 : 128 * WGS;
   static constexpr int k_mma_n = SWAP ? TOK : BW;
-  static constexpr int k_halves = SWAP && GATED ? 2 : 1;
+  // Swap-AB GEMM1: BW = 128 runs the 64 gate rows and the 64 up rows as two MMAs into two
+  // accumulators; BW = 64 packs 32 gate rows over 32 up rows into one MMA (twice the CTAs for
+  // the same weights, gate and up meet through shared memory in the epilogue).
+  static constexpr bool k_packed = SWAP && GATED && BW == 64;
+  static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
   static constexpr int k_lag = STAGES - 2;
 
   static_assert(k_k_bytes % 128 == 0, "K must fill 128-byte rows");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
-  static_assert(!SWAP || k_out_cols == 64, "swap-AB: 64 output columns per CTA");
+  static_assert(!SWAP || k_out_cols == 64 || k_packed, "swap-AB: 64 output columns per CTA");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
   static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
   static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 ||

@@ -50,9 +50,10 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
     if (t.stages < 3)
       return bad("wgmma needs at least 3 pipeline stages");
     if (t.swap_ab) {
-      if (t.block_n != 64 * (gated ? 2 : 1))
-        return bad(fmt::format("swap-AB needs block_n = {} (64 output columns per CTA)",
-                               64 * (gated ? 2 : 1)));
+      // GEMM1 also packs 32 gate over 32 up rows (block_n 64: 32 output columns per CTA).
+      if (t.block_n != 64 * (gated ? 2 : 1) && !(gated && t.block_n == 64))
+        return bad(fmt::format("swap-AB needs block_n = {}{} (64 output columns per CTA)",
+                               64 * (gated ? 2 : 1), gated ? " or 64" : ""));
       if (!is_pow2_in(block_m, 8, 256))
         return bad("swap-AB needs block_m in 8, 16, 32, 64, 128, 256");
     } else {
@@ -250,7 +251,9 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
       c.block_m *= 2;
     // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
     auto split = [&](int64_t out_columns) { return experts_hit * (out_columns / 64) < k_h200_sms ? 2 : 1; };
-    c.gemm1 = tile(128, 6, true, split(shape.intermediate));
+    // Packed GEMM1 tiles (32 output columns) double the CTAs when 64-column tiles are too few.
+    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * k_h200_sms;
+    c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
   } else {
     const int warpgroups = per_expert <= 96 ? 1 : 2;

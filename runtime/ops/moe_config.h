@@ -53,7 +53,8 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 // block_n / 2 output columns).
 //   mma    block_m x block_n tile on a warps_m x warps_n warp grid.
 //   wgmma  normal orientation (swap_ab false): block_m = 64 * warpgroups token rows, block_n in
-//          {64, 128, 256}. swap_ab: 64 output columns per CTA (block_n = 64, 128 for GEMM1),
+//          {64, 128, 256}. swap_ab: 64 output columns per CTA (block_n = 64; GEMM1 128, or 64
+//          for 32 output columns per CTA, gate and up rows packed into one MMA),
 //          block_m tokens in {8, 16, 32, 64, 128, 256}, warpgroups (1 or 2) splitting K.
 struct GemmTile {
   int block_n = 64;

@@ -96,7 +96,7 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     c.block_m = tokens <= 16 ? 8 : 32; // exercises multi-group token tiles (N = 32) too
     // K split across two warpgroups for a few token counts, one warpgroup for the others.
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 16 ? 2 : 1;
-    c.gemm1.block_n = 128;
+    c.gemm1.block_n = tokens <= 3 || tokens == 64 ? 64 : 128; // packed gate/up, or two MMAs
     c.gemm2.block_n = 64;
   } else {
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 64 ? 1 : 2;

@@ -180,9 +180,11 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   ErrorSummary arch = summarize(check_moe_config(shape, small, sm90));
   CHECK(arch.message.find("wgmma needs sm_90a") != std::string::npos);
   MoeTileConfig bad = small;
-  bad.gemm1.block_n = 64;
+  bad.gemm1.block_n = 256;
   ErrorSummary swap = summarize(check_moe_config(shape, bad, sm90a));
-  CHECK(swap.message.find("swap-AB needs block_n = 128") != std::string::npos);
+  CHECK(swap.message.find("swap-AB needs block_n = 128 or 64") != std::string::npos);
+  bad.gemm1.block_n = 64; // packed: 32 gate over 32 up rows
+  CHECK(!check_moe_config(shape, bad, sm90a));
   bad = small;
   bad.block_m = 24;
   CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("block_m in 8") !=

@@ -217,6 +217,9 @@ std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens, const A
     add(m, wgmma_tile(128, 4, true, 2), wgmma_tile(64, 6, true, 1));
     add(m, wgmma_tile(128, 8, true, 2), wgmma_tile(64, 4, true, 1));
     add(m, wgmma_tile(128, 8, true, 1), wgmma_tile(64, 4, true, 2));
+    add(m, wgmma_tile(64, 8, true, 1), wgmma_tile(64, 4, true, 1)); // GEMM1 packed: 2x the CTAs
+    add(m, wgmma_tile(64, 8, true, 2), wgmma_tile(64, 6, true, 1));
+    add(m, wgmma_tile(64, 6, true, 1), wgmma_tile(64, 6, true, 1));
   }
   for (int wg : {1, 2}) {
     add(64 * wg, wgmma_tile(256, 4, false, wg), wgmma_tile(256, 4, false, wg)); // bf16 only
