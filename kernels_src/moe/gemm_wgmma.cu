@@ -106,6 +106,36 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
   }
 }
 
+// Everything before the epilogue, shared by GEMM1 and GEMM2. Returns false for the threads that
+// write no outputs: blocks without work, the producer warp, warpgroups that handed their sums
+// over. `depends` (GEMM2): its tokens are the previous kernel's output (see the producer).
+template <class G>
+__device__ __forceinline__ bool
+moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const int* sorted_ids,
+               const int* expert_ids, const int* num_post_padded, int num_slots,
+               int a_row_divisor, int w_row_half, bool depends, MoeWgmmaBlock& b,
+               float (&acc)[G::k_halves][G::k_acc]) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
+  __shared__ int a_rows[G::k_tok];
+  __shared__ int slot_of_row[G::k_tok];
+  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor,
+                          smem, bars, a_rows, slot_of_row, b))
+    return false;
+  b.slot_of_row = slot_of_row;
+  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+    grid_launch_dependents();
+  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    moe_wgmma_produce<G>(b, &w_map, a, a_rows, b.tile * G::k_out_cols, w_row_half, depends);
+    return false;
+  }
+  moe_wgmma_consume<G>(b, acc);
+  if (!moe_wgmma_reduce<G>(b, acc))
+    return false;
+  moe_wgmma_pair_up<G>(b, acc);
+  return true;
+}
+
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
   int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, long long NUM_TOKENS_SPEC
 #define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                      \
@@ -119,34 +149,20 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
                 const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
                 unsigned char* __restrict__ intermediate, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
-  __shared__ int a_rows[TOK];
-  __shared__ int slot_of_row[TOK];
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   MoeWgmmaBlock b;
-  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, top_k, smem, bars,
-                          a_rows, slot_of_row, b))
-    return;
-  // GEMM2 may start now (programmatic launch): it streams its weights while this grid ends.
-  grid_launch_dependents();
-  const int tile = b.tile;
-  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w13_map, hidden, a_rows, tile * G::k_out_cols, N, false);
-    return;
-  }
   float acc[G::k_halves][G::k_acc];
-  moe_wgmma_consume<G>(b, acc);
-  if (!moe_wgmma_reduce<G>(b, acc))
+  if (!moe_wgmma_main<G>(w13_map, hidden, sorted_ids, expert_ids, num_post_padded, num_slots,
+                         top_k, N, false, b, acc))
     return;
-  moe_wgmma_pair_up<G>(b, acc);
+  const int tile = b.tile;
   float scale = 1.0f, inverse_out = 1.0f;
   if constexpr (FP8) {
     scale = a1_scale[0] * w13_scale[b.expert];
     inverse_out = div_rn(1.0f, a2_scale[0]);
   }
   moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-    const int slot = slot_of_row[token];
+    const int slot = b.slot_of_row[token];
     if (slot < 0)
       return;
     const long long index = static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
@@ -174,29 +190,18 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
                 unsigned short* __restrict__ slot_out, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
-  __shared__ int a_rows[TOK];
-  __shared__ int slot_of_row[TOK];
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   MoeWgmmaBlock b;
-  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, 1, smem, bars,
-                          a_rows, slot_of_row, b))
+  float acc[G::k_halves][G::k_acc];
+  if (!moe_wgmma_main<G>(w2_map, intermediate, sorted_ids, expert_ids, num_post_padded,
+                         num_slots, 1, 0, true, b, acc))
     return;
   const int tile = b.tile;
-  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w2_map, intermediate, a_rows, tile * G::k_out_cols, 0, true);
-    return;
-  }
-  float acc[G::k_halves][G::k_acc];
-  moe_wgmma_consume<G>(b, acc);
-  if (!moe_wgmma_reduce<G>(b, acc))
-    return;
   float scale = 1.0f;
   if constexpr (FP8)
     scale = a2_scale[0] * w2_scale[b.expert];
   moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-    const int slot = slot_of_row[token];
+    const int slot = b.slot_of_row[token];
     if (slot < 0)
       return;
     const float weight = topk_weights[slot];

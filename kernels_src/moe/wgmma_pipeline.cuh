@@ -55,6 +55,7 @@ struct MoeWgmmaBlock {
   int expert;
   unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
   unsigned char* tiles_generic; // the same, as a generic pointer
+  const int* slot_of_row;       // shared [TOK]: slot of each token row, -1 for padding
   unsigned full_bar;   // shared address of full[0] (8 bytes per stage)
   unsigned empty_bar;  // shared address of empty[0]
 };

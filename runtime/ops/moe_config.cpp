@@ -143,6 +143,16 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel) {
   return kernel == MoeGemmKernel::wgmma ? "wgmma" : "mma";
 }
 
+GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups) {
+  GemmTile t;
+  t.kernel = MoeGemmKernel::wgmma;
+  t.block_n = block_n;
+  t.stages = stages;
+  t.swap_ab = swap_ab;
+  t.warpgroups = warpgroups;
+  return t;
+}
+
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
     return fmt::format("wgmma{} n{} g{} s{}", swap_ab ? "-swap" : "", block_n, warpgroups,
@@ -235,15 +245,7 @@ int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
 
 MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
   MoeTileConfig c;
-  auto tile = [](int block_n, int stages, bool swap, int warpgroups) {
-    GemmTile t;
-    t.kernel = MoeGemmKernel::wgmma;
-    t.block_n = block_n;
-    t.stages = stages;
-    t.swap_ab = swap;
-    t.warpgroups = warpgroups;
-    return t;
-  };
+  auto tile = &GemmTile::wgmma_tile;
   if (per_expert <= 32) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
     c.block_m = 8;

@@ -66,6 +66,9 @@ struct GemmTile {
   int warpgroups = 1;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
+  // A wgmma tile (the mma fields keep their defaults).
+  static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups);
+
   std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6"
   unsigned threads() const;     // per CTA
 };

@@ -189,15 +189,7 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const Moe
   return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
 }
 
-GemmTile wgmma_tile(int block_n, int stages, bool swap, int warpgroups) {
-  GemmTile t;
-  t.kernel = MoeGemmKernel::wgmma;
-  t.block_n = block_n;
-  t.stages = stages;
-  t.swap_ab = swap;
-  t.warpgroups = warpgroups;
-  return t;
-}
+constexpr auto wgmma_tile = &GemmTile::wgmma_tile;
 
 // Candidate tiles for `tokens` on sm_90a: swap-AB and normal wgmma tiles for every T (the
 // crossover is measured, not assumed), plus the mma.sync tiles of part 1.
