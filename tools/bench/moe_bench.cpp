@@ -297,7 +297,7 @@ int run_moe_bench(int argc, char** argv) {
   must(drv.check(drv.cuStreamCreate(&stream, 0), "cuStreamCreate"), "stream");
 
   MoeConfigTable table;
-  const bool use_table = flags.has("--table");
+  const bool use_table = !flags.get("--table", "").empty(); // a value flag: has() is for switches
   if (use_table) {
     auto buffer = must(llvm::errorOrToExpected(llvm::MemoryBuffer::getFile(flags.get("--table", ""))),
                        "read table");
