@@ -32,7 +32,7 @@ template <class G> __device__ __forceinline__ void moe_fence_acc(float (&acc)[G:
 // Descriptors of one stage's operands (k offset 0) for warpgroup `wg`, tiles of 128-byte rows.
 template <class G>
 __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile, int w_rows,
-                                                int t_rows, int wg,
+                                                int wg,
                                                 unsigned long long (&a_desc)[G::k_halves],
                                                 unsigned long long& b_desc) {
   if constexpr (G::k_swap) {
@@ -44,7 +44,6 @@ __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile
     a_desc[0] = wgmma_desc_sw128(t_tile + wg * 64 * 128);
     b_desc = wgmma_desc_sw128(w_tile);
   }
-  (void)t_rows;
 }
 
 // Straight from the stage: bf16 (fp32 accumulation), or e4m3 promoted every PROMOTE k32 steps
@@ -74,7 +73,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b,
     mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
     const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
     unsigned long long a_desc[G::k_halves], b_desc;
-    moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, G::k_tok, wg, a_desc, b_desc);
+    moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
 #pragma unroll
     for (int k0 = 0; k0 < 4; k0 += k_group) {
       moe_fence_acc<G>(target);
@@ -232,8 +231,8 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     for (int ks = 0; ks < 8; ++ks) {
       const int half = ks >> 2;
       unsigned long long a_desc[G::k_halves], b_desc;
-      moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw,
-                         G::k_tok, wg, a_desc, b_desc);
+      moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
+                         a_desc, b_desc);
       Wgmma<WgmmaType::f16, G::k_mma_n>::mma(acc[0], a_desc[0] + 2 * (ks & 3),
                                              b_desc + 2 * (ks & 3), (kt | ks) != 0);
     }

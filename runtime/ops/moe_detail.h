@@ -1,0 +1,68 @@
+// Shared by the fused MoE op's files (runtime/ops/fused_moe.cpp, moe_kernels.cpp,
+// moe_stages.cpp); not part of the public API.
+#pragma once
+
+#include "runtime/engine.h"
+#include "runtime/ops/fused_moe.h"
+#include "runtime/tensor.h"
+
+namespace specjit::ops::moe_detail {
+
+inline constexpr llvm::StringLiteral k_op = "fused_moe";
+inline constexpr int k_route_warps = 8;      // kernels_src/moe/route.cu
+inline constexpr int k_align_threads = 1024; // kernels_src/moe/align.cu
+inline constexpr int k_max_block_m = 256;
+inline constexpr int k_min_block_m = 8; // sizes expert_ids in the workspace
+inline constexpr int64_t k_max_grid_y = 65535;
+
+inline int64_t element_bytes(MoeDType dtype) { return dtype == MoeDType::fp8 ? 1 : 2; }
+inline runtime::DType tensor_dtype(MoeDType dtype) {
+  return dtype == MoeDType::fp8 ? runtime::DType::e4m3 : runtime::DType::bf16;
+}
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Index into moe_kernels().
+enum KernelIndex {
+  k_route,
+  k_align,
+  k_gemm1_fp8,
+  k_gemm1_bf16,
+  k_gemm2_fp8,
+  k_gemm2_bf16,
+  k_reduce,
+  k_wgmma1_fp8,
+  k_wgmma1_bf16,
+  k_wgmma2_fp8,
+  k_wgmma2_bf16,
+  k_kernel_count
+};
+
+// Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
+llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);
+
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
+
+// The template values of a GEMM variant (see moe_gemm_kernel for their names).
+std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
+                                 int64_t num_tokens);
+
+llvm::Error launch_variant(runtime::Engine& engine, KernelIndex index,
+                           llvm::ArrayRef<int64_t> values, const runtime::LaunchConfig& config,
+                           auto... args) {
+  auto id = kernel_id(engine, index);
+  if (!id)
+    return id.takeError();
+  auto variant = engine.get(*id, values);
+  if (!variant)
+    return variant.takeError();
+  return engine.launch(**variant, config, args...);
+}
+
+// expect_tensor with the op's name.
+llvm::Error expect(llvm::StringRef argument, const runtime::TensorRef& tensor,
+                   runtime::DType dtype, llvm::ArrayRef<int64_t> shape, size_t alignment);
+// A 1-D tensor of at least `minimum` elements.
+llvm::Error expect_capacity(llvm::StringRef argument, const runtime::TensorRef& tensor,
+                            runtime::DType dtype, int64_t minimum, size_t alignment);
+
+} // namespace specjit::ops::moe_detail

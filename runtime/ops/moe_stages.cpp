@@ -1,0 +1,134 @@
+// The stage ops of the fused MoE layer (routing, grouping), its shape rules and workspace.
+#include "runtime/ops/moe_detail.h"
+
+#include "runtime/driver.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+
+namespace specjit::ops {
+
+using namespace moe_detail;
+using runtime::DType;
+using runtime::TensorRef;
+
+namespace {
+size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+} // namespace
+
+llvm::Error check_moe_shape(const MoeShape& s) {
+  if (s.experts < 1 || s.experts > k_align_threads)
+    return make_error(Errc::invalid_argument, "{}: experts must be in [1, 1024], got {}",
+                      k_op.str(), s.experts);
+  if (s.top_k < 1 || s.top_k > std::min<int64_t>(s.experts, 32))
+    return make_error(Errc::invalid_argument, "{}: top_k must be in [1, min(experts, 32)], got {}",
+                      k_op.str(), s.top_k);
+  const int64_t values_per_row = 128 / element_bytes(s.dtype);
+  for (auto [name, value] : {std::pair<const char*, int64_t>{"hidden", s.hidden},
+                             {"intermediate", s.intermediate}})
+    if (value < values_per_row || value % values_per_row != 0 || value > (1 << 20))
+      return make_error(Errc::invalid_argument,
+                        "{}: {} must be a positive multiple of {} ({}), got {}", k_op.str(), name,
+                        values_per_row, moe_dtype_name(s.dtype).str(), value);
+  return llvm::Error::success();
+}
+
+int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m) {
+  return slots + std::min(experts, slots) * (block_m - 1);
+}
+
+MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
+  MoeWorkspaceLayout l;
+  const int64_t slots = num_tokens * s.top_k;
+  l.max_padded = moe_max_padded(slots, s.experts, k_max_block_m);
+  size_t at = 0;
+  auto take = [&](size_t& field, size_t bytes) {
+    field = at;
+    at += align256(bytes);
+  };
+  take(l.topk_weights, slots * 4);
+  take(l.topk_ids, slots * 4);
+  take(l.sorted_ids, l.max_padded * 4);
+  take(l.expert_ids, ceil_div(l.max_padded, k_min_block_m) * 4);
+  take(l.num_post_padded, 4);
+  take(l.intermediate, slots * s.intermediate * element_bytes(s.dtype));
+  take(l.slot_out, slots * s.hidden * 2);
+  l.bytes = at;
+  return l;
+}
+
+llvm::Error moe_route(runtime::Engine& engine, const TensorRef& logits,
+                      const TensorRef& topk_weights, const TensorRef& topk_ids, bool renormalize,
+                      CUstream stream) {
+  if (auto err = expect("router_logits", logits, DType::f32, {-1, -1}, 4))
+    return err;
+  const int64_t tokens = logits.shape[0], experts = logits.shape[1];
+  if (auto err = expect("topk_weights", topk_weights, DType::f32, {tokens, -1}, 4))
+    return err;
+  const int64_t top_k = topk_weights.shape[1];
+  if (auto err = check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}))
+    return err;
+  if (auto err = expect("topk_ids", topk_ids, DType::i32, {tokens, top_k}, 4))
+    return err;
+  if (tokens == 0)
+    return llvm::Error::success();
+  runtime::LaunchConfig config;
+  config.grid[0] = static_cast<unsigned>(ceil_div(tokens, k_route_warps));
+  config.block[0] = k_route_warps * 32;
+  config.stream = stream;
+  return launch_variant(engine, k_route, {experts, top_k, renormalize ? 1 : 0, tokens}, config,
+                        logits.data, topk_weights.data, topk_ids.data, static_cast<int>(tokens));
+}
+
+static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& topk_ids,
+                                     int64_t experts, CUstream stream) {
+  auto drv = runtime::driver();
+  if (!drv)
+    return drv.takeError();
+  if (auto err = engine.make_context_current())
+    return err;
+  if (auto err = drv->check(drv->cuStreamSynchronize(stream), "cuStreamSynchronize"))
+    return err;
+  std::vector<int32_t> host(static_cast<size_t>(topk_ids.numel()));
+  if (auto err = drv->check(drv->cuMemcpyDtoH(host.data(), topk_ids.data, host.size() * 4),
+                            "cuMemcpyDtoH"))
+    return err;
+  for (size_t i = 0; i < host.size(); ++i)
+    if (host[i] < 0 || host[i] >= experts)
+      return make_error(Errc::invalid_argument, "{}: topk_ids: topk_ids[{}] = {} is outside [0, {})",
+                        k_op.str(), i, host[i], experts);
+  return llvm::Error::success();
+}
+
+llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_t experts,
+                      int block_m, const TensorRef& sorted_ids, const TensorRef& expert_ids,
+                      const TensorRef& num_post_padded, bool checked, CUstream stream) {
+  if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4))
+    return err;
+  const int64_t tokens = topk_ids.shape[0], top_k = topk_ids.shape[1];
+  if (auto err = check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}))
+    return err;
+  if (block_m < 1 || block_m > k_max_block_m)
+    return make_error(Errc::invalid_argument, "{}: block_m must be in [1, 256], got {}",
+                      k_op.str(), block_m);
+  const int64_t max_padded = moe_max_padded(tokens * top_k, experts, block_m);
+  if (auto err = expect_capacity("sorted_ids", sorted_ids, DType::i32, max_padded, 4))
+    return err;
+  if (auto err = expect_capacity("expert_ids", expert_ids, DType::i32,
+                                 ceil_div(max_padded, block_m), 4))
+    return err;
+  if (auto err = expect("num_post_padded", num_post_padded, DType::i32, {1}, 4))
+    return err;
+  if (checked)
+    if (auto err = check_ids_on_host(engine, topk_ids, experts, stream))
+      return err;
+  runtime::LaunchConfig config;
+  config.block[0] = k_align_threads;
+  config.stream = stream;
+  return launch_variant(engine, k_align, {experts, block_m, tokens}, config, topk_ids.data,
+                        sorted_ids.data, expert_ids.data, num_post_padded.data,
+                        static_cast<int>(tokens), static_cast<int>(top_k));
+}
+
+} // namespace specjit::ops
