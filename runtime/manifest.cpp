@@ -1,4 +1,5 @@
 #include "runtime/manifest.h"
+#include "runtime/manifest_moe.h"
 
 #include "runtime/ops/fused_moe.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
@@ -428,67 +429,6 @@ llvm::Error derive_inv_rope_fp8_quant(const ManifestFields& model,
   return llvm::Error::success();
 }
 
-// "models": [{"type": "moe", "experts": 128, "top_k": 8, "hidden": 2048, "intermediate": 768,
-//             "dtype": "fp8", "tp": 1, "renormalize": true, "num_tokens": [1, 64],
-//             "arch": "sm_90a"}]
-// intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
-// kernel of the layer x every token-count bucket's tile configuration (docs/moe.md).
-llvm::Error derive_moe(const ManifestFields& model, std::vector<VariantRequest>& out) {
-  if (auto err = model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
-                             "renormalize", "num_tokens", "arch"}))
-    return err;
-  ops::MoeShape shape;
-  int64_t* targets[] = {&shape.experts, &shape.top_k, &shape.hidden, &shape.intermediate};
-  const char* names[] = {"experts", "top_k", "hidden", "intermediate"};
-  for (int i = 0; i < 4; ++i) {
-    auto value = model.integer(names[i], 1);
-    if (!value)
-      return value.takeError();
-    *targets[i] = *value;
-  }
-  auto tp = model.optional_integer("tp", 1);
-  if (!tp)
-    return tp.takeError();
-  if (*tp) {
-    if (shape.intermediate % **tp != 0)
-      return model.error("tp", fmt::format("intermediate {} is not divisible by tp {}",
-                                           shape.intermediate, **tp));
-    shape.intermediate /= **tp;
-  }
-  auto dtype = model.optional_string("dtype");
-  if (!dtype)
-    return dtype.takeError();
-  if (*dtype && **dtype != "fp8" && **dtype != "bf16")
-    return model.error("dtype", "expected \"fp8\" or \"bf16\"");
-  shape.dtype = *dtype && **dtype == "bf16" ? ops::MoeDType::bf16 : ops::MoeDType::fp8;
-  ops::FusedMoeOptions options;
-  if (const llvm::json::Value* value = model.object().get("renormalize")) {
-    auto flag = value->getAsBoolean();
-    if (!flag)
-      return model.error("renormalize", "expected true or false");
-    options.renormalize = *flag;
-  }
-  Arch arch;
-  auto arch_name = model.optional_string("arch");
-  if (!arch_name)
-    return arch_name.takeError();
-  if (*arch_name) {
-    auto parsed = Arch::parse(**arch_name);
-    if (!parsed)
-      return model.error("arch", llvm::toString(parsed.takeError()));
-    arch = *parsed;
-  }
-  auto tokens = model.optional_integers("num_tokens", 1);
-  if (!tokens)
-    return tokens.takeError();
-  auto requests = ops::fused_moe_variants(shape, options, arch, tokens->value_or(std::vector<int64_t>{}));
-  if (!requests)
-    return model.error("type", llvm::toString(requests.takeError()));
-  for (VariantRequest& request : *requests)
-    out.push_back(std::move(request));
-  return llvm::Error::success();
-}
-
 // Two requests are the same variant when their kernel, policies and specializations agree.
 std::string identity(const VariantRequest& request) {
   std::string text = request.def.id;
@@ -529,7 +469,7 @@ llvm::Error for_each_object(const ManifestFields& top, llvm::StringRef section, 
 llvm::ArrayRef<ModelType> model_types() {
   static const ModelType k_types[] = {
       {"inv_rope_fp8_quant", derive_inv_rope_fp8_quant},
-      {"moe", derive_moe},
+      {"moe", derive_moe_model},
   };
   return k_types;
 }

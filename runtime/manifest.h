@@ -47,6 +47,7 @@ public:
 
   const llvm::json::Object& object() const { return m_object; }
   const std::string& path() const { return m_path; }
+  const std::string& file() const { return m_file; } // the manifest's file name, as given
   std::string field_path(llvm::StringRef field) const;
 
   llvm::Expected<int64_t> integer(llvm::StringRef field, int64_t minimum) const;

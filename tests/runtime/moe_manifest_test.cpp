@@ -117,3 +117,55 @@ TEST_CASE("moe models report bad fields with their line") {
       "intermediate": 14336}]})")
             .find("top_k") != std::string::npos);
 }
+
+TEST_CASE("a moe model with a config_table derives the tuned table's variants") {
+  // The example manifest names docs/moe-configs-h200.json relative to its own folder.
+  const std::string path =
+      std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/qwen3-30b-a3b.json";
+  auto requests = parse_manifest(test::read_file(path), path);
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  auto table = ops::parse_moe_config_table(
+      test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json"));
+  REQUIRE(static_cast<bool>(table));
+  const ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
+  const ops::MoeConfigEntry* entry = table->find(shape, Arch{9, 0, true});
+  REQUIRE(entry != nullptr);
+  // Every bucket's GEMM1 configuration is among the derived variants, and nothing else is.
+  std::set<std::vector<int64_t>> expected, derived;
+  for (const ops::MoeConfigBucket& bucket : entry->buckets) {
+    const ops::GemmTile& t = bucket.config.gemm1;
+    if (t.kernel == ops::MoeGemmKernel::wgmma)
+      expected.insert({768, 2048, t.swap_ab ? 1 : 0, bucket.config.block_m, t.block_n,
+                       t.warpgroups, t.stages});
+    else
+      expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
+                       t.stages});
+  }
+  for (const VariantRequest& r : *requests)
+    if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_gemm1_fp8")
+      derived.insert({r.values.begin(), r.values.end() - 1});
+  CHECK(derived == expected);
+}
+
+TEST_CASE("a moe model's config_table must be a readable, valid table") {
+  test::TempDir dir;
+  const std::string manifest = dir.path() + "/m.json";
+  auto model = [](const std::string& table) {
+    return R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+      "intermediate": 14336, "dtype": "fp8", "config_table": ")" +
+           table + "\"}]}";
+  };
+  auto error_of = [&](const std::string& table) {
+    auto requests = parse_manifest(model(table), manifest);
+    REQUIRE(!requests);
+    return llvm::toString(requests.takeError());
+  };
+  std::string missing = error_of("nope.json");
+  CHECK(missing.find("config_table") != std::string::npos);
+  CHECK(missing.find(dir.path() + "/nope.json") != std::string::npos); // relative to the manifest
+  CHECK(error_of("/dev/zero").find("not a regular file") != std::string::npos);
+  test::write_file(dir.path() + "/bad.json", R"({"entries": [{"experts": 8}]})");
+  std::string bad = error_of("bad.json");
+  CHECK(bad.find("config_table") != std::string::npos);
+  CHECK(bad.find("missing integer") != std::string::npos);
+}
