@@ -46,9 +46,10 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens);
 
+// Looks the variant up (loading it on first use) and launches it with `args`.
 llvm::Error launch_variant(runtime::Engine& engine, KernelIndex index,
                            llvm::ArrayRef<int64_t> values, const runtime::LaunchConfig& config,
-                           auto... args) {
+                           const auto&... args) {
   auto id = kernel_id(engine, index);
   if (!id)
     return id.takeError();
