@@ -237,6 +237,33 @@ TEST_CASE("a tuned table overrides the default rule for its shape only") {
   CHECK(again->entries[0].buckets[0].config == table->entries[0].buckets[0].config);
 }
 
+TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named") {
+  MoeConfigTable table;
+  MoeConfigEntry entry{MoeShape{128, 8, 2048, 768, MoeDType::fp8}, Arch{9, 0, true}, {}};
+  MoeTileConfig swap{8, GemmTile::wgmma_tile(64, 8, true, 2), GemmTile::wgmma_tile(64, 6, true, 1)};
+  MoeTileConfig normal{128, GemmTile::wgmma_tile(128, 4, false, 2),
+                       GemmTile::wgmma_tile(128, 4, false, 2)};
+  entry.buckets = {{1, swap}, {4096, normal}};
+  table.entries.push_back(entry);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(table);
+  os.flush();
+  auto again = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
+  CHECK(again->entries[0].buckets[0].config == swap);
+  CHECK(again->entries[0].buckets[1].config == normal);
+  // An unknown kernel, and a wgmma tile without its orientation, are refused by name.
+  std::string unknown = text;
+  unknown.replace(unknown.find("\"wgmma\""), 7, "\"wmma\"");
+  ErrorSummary kernel = summarize(parse_moe_config_table(unknown).takeError());
+  CHECK(kernel.message.find("kernel must be \"mma\" or \"wgmma\"") != std::string::npos);
+  std::string no_swap = text;
+  no_swap.replace(no_swap.find("\"swap_ab\""), 9, "\"swap_xx\"");
+  ErrorSummary swap_error = summarize(parse_moe_config_table(no_swap).takeError());
+  CHECK(swap_error.message.find("missing boolean 'swap_ab'") != std::string::npos);
+}
+
 TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shapes") {
   const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
   auto table = parse_moe_config_table(test::read_file(path));
