@@ -1,5 +1,6 @@
 #include "runtime/manifest.h"
 #include "runtime/manifest_moe.h"
+#include "runtime/manifest_text.h"
 
 #include "runtime/ops/fused_moe.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
@@ -11,152 +12,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <regex>
 #include <set>
 
 namespace specjit::runtime {
 
 namespace {
 
-// Deeper documents are rejected before llvm::json::parse, whose recursion the fuzzer would
-// otherwise drive into the stack limit; no real manifest nests more than four levels.
-constexpr int k_max_depth = 64;
 // A list-valued field multiplies variants; a typo such as a 10^6-element list must not hang.
 constexpr size_t k_max_requests = 100000;
-
-std::string child_path(const std::string& parent, llvm::StringRef key) {
-  return parent.empty() ? key.str() : parent + "." + key.str();
-}
-
-std::string element_path(const std::string& parent, size_t index) {
-  return fmt::format("{}[{}]", parent, index);
-}
-
-// llvm::json keeps no positions, so the lines of fields come from a second, tiny scan of the
-// (already validated) text: path ("variants[2].values.num_tokens") -> line of its key.
-class LineScanner {
-public:
-  LineScanner(llvm::StringRef text, std::map<std::string, unsigned>& lines)
-      : m_text(text), m_lines(lines) {}
-
-  void scan() { value("", 0); }
-
-private:
-  bool at_end() const { return m_pos >= m_text.size(); }
-  char peek() const { return at_end() ? '\0' : m_text[m_pos]; }
-  void advance() {
-    if (!at_end() && m_text[m_pos++] == '\n')
-      ++m_line;
-  }
-  void skip_space() {
-    while (!at_end() && llvm::StringRef(" \t\r\n").contains(peek()))
-      advance();
-  }
-
-  std::string string() {
-    std::string out;
-    advance(); // the opening quote
-    while (!at_end() && peek() != '"') {
-      if (peek() == '\\')
-        advance();
-      out.push_back(peek());
-      advance();
-    }
-    advance();
-    return out;
-  }
-
-  void value(const std::string& path, int depth) {
-    skip_space();
-    m_lines.try_emplace(path, m_line);
-    if (depth > k_max_depth || at_end())
-      return;
-    if (peek() == '{')
-      return members(path, depth);
-    if (peek() == '[')
-      return elements(path, depth);
-    if (peek() == '"') {
-      string();
-      return;
-    }
-    while (!at_end() && !llvm::StringRef(",]} \t\r\n").contains(peek()))
-      advance();
-  }
-
-  void members(const std::string& path, int depth) {
-    advance();
-    for (skip_space(); !at_end() && peek() != '}'; skip_space()) {
-      if (peek() == ',') {
-        advance();
-        continue;
-      }
-      if (peek() != '"')
-        return; // not valid JSON; parse() reports it
-      unsigned key_line = m_line;
-      std::string key = string();
-      m_lines[child_path(path, key)] = key_line;
-      skip_space();
-      advance(); // ':'
-      value(child_path(path, key), depth + 1);
-      m_lines[child_path(path, key)] = key_line;
-    }
-    advance();
-  }
-
-  void elements(const std::string& path, int depth) {
-    advance();
-    size_t index = 0;
-    for (skip_space(); !at_end() && peek() != ']'; skip_space()) {
-      if (peek() == ',') {
-        advance();
-        continue;
-      }
-      value(element_path(path, index++), depth + 1);
-    }
-    advance();
-  }
-
-  llvm::StringRef m_text;
-  std::map<std::string, unsigned>& m_lines;
-  size_t m_pos = 0;
-  unsigned m_line = 1;
-};
-
-llvm::Error check_depth(llvm::StringRef text, llvm::StringRef file_name) {
-  int depth = 0;
-  unsigned line = 1;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\n')
-      ++line;
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if ((c == '{' || c == '[') && ++depth > k_max_depth) {
-      return make_error(Errc::invalid_argument, "{}:{}: nested deeper than {} levels",
-                        file_name.str(), line, k_max_depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return llvm::Error::success();
-}
-
-// llvm::json::ParseError prints "[LINE:COLUMN, byte=N]: MESSAGE"; its fields are private.
-llvm::Error syntax_error(llvm::Error cause, llvm::StringRef file_name) {
-  std::string text = llvm::toString(std::move(cause));
-  static const std::regex k_position(R"(^\[(\d+):(\d+), byte=\d+\]: (.*)$)");
-  std::smatch match;
-  if (std::regex_match(text, match, k_position))
-    return make_error(Errc::invalid_argument, "{}:{}:{}: invalid JSON: {}", file_name.str(),
-                      match[1].str(), match[2].str(), match[3].str());
-  return make_error(Errc::invalid_argument, "{}: invalid JSON: {}", file_name.str(), text);
-}
 
 std::string describe_kind(const llvm::json::Value& value) {
   switch (value.kind()) {
@@ -482,8 +345,7 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
   llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);
   if (!root)
     return syntax_error(root.takeError(), file_name);
-  Lines lines;
-  LineScanner(text, lines).scan();
+  const Lines lines = field_lines(text);
   const llvm::json::Object* object = root->getAsObject();
   if (object == nullptr)
     return make_error(Errc::invalid_argument, "{}:1: expected a JSON object at the top level",
