@@ -169,12 +169,7 @@ __device__ __forceinline__ bool moe_gemm_block(const int* sorted_ids, const int*
   if (m_block * BLOCK_M >= *num_tokens_post_padded)
     return false;
   expert = expert_ids[m_block];
-  for (int r = static_cast<int>(threadIdx.x); r < BLOCK_M; r += static_cast<int>(blockDim.x)) {
-    const int slot = sorted_ids[m_block * BLOCK_M + r];
-    const bool valid = slot >= 0 && slot < num_slots;
-    slot_of_row[r] = valid ? slot : -1;
-    a_rows[r] = valid ? slot / a_row_divisor : -1;
-  }
+  moe_block_rows<BLOCK_M>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
   __syncthreads();
   return true;
 }

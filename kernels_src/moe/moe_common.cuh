@@ -1,5 +1,5 @@
 // Warp and shared-memory helpers of the MoE kernels (integer shuffles, shared atomics), as PTX:
-// NVRTC has no built-in headers.
+// NVRTC has no built-in headers. The float butterfly shuffle is common/bf16.cuh's shfl_xor.
 #pragma once
 
 #include "common/mma.cuh"
@@ -11,14 +11,6 @@ __device__ __forceinline__ int shfl_xor_i32(int value, int lane_mask) {
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
                : "=r"(result)
                : "r"(value), "r"(lane_mask));
-  return result;
-}
-
-__device__ __forceinline__ float shfl_xor_f32(float value, int lane_mask) {
-  float result;
-  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
-               : "=f"(result)
-               : "f"(value), "r"(lane_mask));
   return result;
 }
 
@@ -41,6 +33,19 @@ __device__ __forceinline__ int shfl_idx_i32(int value, int lane) {
 
 // SiLU of the gated GEMM1 epilogue (x / (1 + e^-x)), shared by the mma.sync and wgmma GEMMs.
 __device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
+
+// The rows of block m_block of BLOCK_M sorted slots, filled by the whole CTA: slot_of_row[r] (-1
+// for padding) and a_rows[r] = slot / a_row_divisor (GEMM1: the slot's token; GEMM2: the slot).
+template <int BLOCK_M>
+__device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_block, int num_slots,
+                                               int a_row_divisor, int* a_rows, int* slot_of_row) {
+  for (int r = static_cast<int>(threadIdx.x); r < BLOCK_M; r += static_cast<int>(blockDim.x)) {
+    const int slot = sorted_ids[m_block * BLOCK_M + r];
+    const bool valid = slot >= 0 && slot < num_slots;
+    slot_of_row[r] = valid ? slot : -1;
+    a_rows[r] = valid ? slot / a_row_divisor : -1;
+  }
+}
 
 // atomicAdd on a shared int; returns the old value.
 __device__ __forceinline__ int shared_fetch_add(int* address, int value) {

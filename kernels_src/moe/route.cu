@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(moe_route_detail::k_warps_per_cta * 32)
   }
 #pragma unroll
   for (int mask = 16; mask >= 1; mask >>= 1)
-    top = max_f32(top, shfl_xor_f32(top, mask));
+    top = max_f32(top, shfl_xor(top, mask));
   float sum = 0.0f;
 #pragma unroll
   for (int i = 0; i < per_lane; ++i)
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(moe_route_detail::k_warps_per_cta * 32)
       sum += exp_approx(v[i] - top);
 #pragma unroll
   for (int mask = 16; mask >= 1; mask >>= 1)
-    sum += shfl_xor_f32(sum, mask);
+    sum += shfl_xor(sum, mask);
 
   float my_weight = 0.0f; // lane j keeps the j-th weight
   int my_id = 0;
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(moe_route_detail::k_warps_per_cta * 32)
     }
 #pragma unroll
     for (int mask = 16; mask >= 1; mask >>= 1) {
-      const float other = shfl_xor_f32(best, mask);
+      const float other = shfl_xor(best, mask);
       const int other_e = shfl_xor_i32(best_e, mask);
       if (other_e != k_none &&
           (best_e == k_none || other > best || (other == best && other_e < best_e))) {

@@ -50,7 +50,6 @@ struct MoeWgmma {
 
 // Everything one CTA needs, set up before the main loop.
 struct MoeWgmmaBlock {
-  int m_block;         // block of TOK sorted slots
   int tile;            // weight tile (k_out_cols output columns)
   int expert;
   unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
@@ -86,7 +85,6 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   const int id = static_cast<int>(blockIdx.x);
   const int in_group = id % (k_group_blocks * k_tiles);
   const int m_block = id / (k_group_blocks * k_tiles) * k_group_blocks + in_group % k_group_blocks;
-  b.m_block = m_block;
   b.tile = in_group / k_group_blocks;
   if (m_block * G::k_tok >= *num_post_padded)
     return false;
@@ -95,12 +93,7 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   b.tiles_generic = smem + (b.tiles - shared_address(smem));
   b.full_bar = shared_address(bars);
   b.empty_bar = b.full_bar + 8 * G::k_stages_value;
-  for (int r = static_cast<int>(threadIdx.x); r < G::k_tok; r += G::k_threads) {
-    const int slot = sorted_ids[m_block * G::k_tok + r];
-    const bool valid = slot >= 0 && slot < num_slots;
-    slot_of_row[r] = valid ? slot : -1;
-    a_rows[r] = valid ? slot / a_row_divisor : -1;
-  }
+  moe_block_rows<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
   if (threadIdx.x == 0) {
     for (int s = 0; s < G::k_stages_value; ++s) {
       mbarrier_init(b.full_bar + 8 * s, 1 + 32);

@@ -101,8 +101,15 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     runtime::LaunchConfig launch;
     const int64_t rows = gemm == 1 ? 2 * s.intermediate : s.hidden;
-    launch.grid[0] = static_cast<unsigned>(rows / tile.block_n);
-    launch.grid[1] = static_cast<unsigned>(blocks);
+    const int64_t tiles = rows / tile.block_n;
+    if (tile.kernel == MoeGemmKernel::wgmma) {
+      // 1-D grid in groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh, setup).
+      launch.grid[0] = static_cast<unsigned>(ceil_div(blocks, 8) * 8 * tiles);
+      launch.programmatic_serialization = gemm == 2 && options.programmatic_launch;
+    } else {
+      launch.grid[0] = static_cast<unsigned>(tiles);
+      launch.grid[1] = static_cast<unsigned>(blocks);
+    }
     launch.block[0] = tile.threads();
     launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype);
     launch.stream = stream;
@@ -110,11 +117,6 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
     llvm::Error err = llvm::Error::success();
     if (tile.kernel == MoeGemmKernel::wgmma) {
-      // 1-D grid in groups of 8 token blocks (kernels_src/moe/gemm_wgmma.cu, moe_wgmma_setup).
-      const int64_t tiles = rows / tile.block_n;
-      launch.grid[0] = static_cast<unsigned>(ceil_div(blocks, 8) * 8 * tiles);
-      launch.grid[1] = 1;
-      launch.programmatic_serialization = gemm == 2 && options.programmatic_launch;
       // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
       // (GEMM1: its gate half and its up half, loaded separately).
       const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);
