@@ -354,10 +354,24 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
                              "cuFuncSetAttribute"))
       return err;
   }
-  if (config.programmatic_serialization) {
-    CUlaunchAttribute attribute{};
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attribute.value.programmaticStreamSerializationAllowed = 1;
+  if (config.cluster_x > 1 && config.grid[0] % config.cluster_x != 0)
+    return make_error(Errc::invalid_argument,
+                      "kernel {} ({}): grid x extent {} is not a multiple of the cluster size {}",
+                      variant.kernel_name, variant.name_expression, config.grid[0],
+                      config.cluster_x);
+  if (config.programmatic_serialization || config.cluster_x > 1) {
+    std::array<CUlaunchAttribute, 2> attributes{};
+    unsigned count = 0;
+    if (config.programmatic_serialization) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+    }
+    if (config.cluster_x > 1) {
+      attributes[count].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attributes[count].value.clusterDim.x = config.cluster_x;
+      attributes[count].value.clusterDim.y = 1;
+      attributes[count++].value.clusterDim.z = 1;
+    }
     CUlaunchConfig launch{};
     launch.gridDimX = config.grid[0];
     launch.gridDimY = config.grid[1];
@@ -367,8 +381,8 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
     launch.blockDimZ = config.block[2];
     launch.sharedMemBytes = config.shared_bytes;
     launch.hStream = config.stream;
-    launch.attrs = &attribute;
-    launch.numAttrs = 1;
+    launch.attrs = attributes.data();
+    launch.numAttrs = count;
     return drv.check(drv.cuLaunchKernelEx(&launch, variant.function,
                                           const_cast<void**>(arguments), nullptr),
                      "cuLaunchKernelEx");

@@ -31,8 +31,6 @@
 
 namespace specjit::runtime {
 
-inline constexpr size_t k_max_params = 8;
-
 // Index of a registered kernel definition.
 struct KernelId {
   uint32_t index = 0;
@@ -71,6 +69,9 @@ struct LaunchConfig {
   // stream has finished, once that kernel's CTAs have all run `griddepcontrol.launch_dependents`;
   // it must run `griddepcontrol.wait` before it reads anything the previous kernel writes.
   bool programmatic_serialization = false;
+  // Thread-block cluster size along x (1: no cluster). The grid's x extent must be a multiple;
+  // the kernel may then use the cluster's distributed shared memory and barriers (sm_90).
+  unsigned cluster_x = 1;
 };
 
 // Counters since the engine was created. requests == memory_hits + disk_hits + compiles +

@@ -23,8 +23,9 @@ llvm::Error KernelDef::validate() const {
                       "kernel id '{}' must be a plain identifier (letters, digits, _)", id);
   if (source.empty() || function.empty())
     return make_error(Errc::invalid_argument, "kernel {}: source and function must be set", id);
-  if (params.size() > 8)
-    return make_error(Errc::invalid_argument, "kernel {}: at most 8 template parameters", id);
+  if (params.size() > k_max_params)
+    return make_error(Errc::invalid_argument, "kernel {}: at most {} template parameters", id,
+                      k_max_params);
   llvm::StringSet<> names;
   for (const ParamDef& param : params) {
     if (!is_identifier(param.name))

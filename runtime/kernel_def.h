@@ -12,6 +12,9 @@
 
 namespace specjit::runtime {
 
+// Template parameters of one kernel, at most (one word each in the in-memory variant key).
+inline constexpr size_t k_max_params = 10;
+
 enum class ParamEncoding : uint8_t {
   raw,       // the template argument is the value itself (exact or bucketed policies only)
   spec_word, // the template argument is SpecValue::word(), decoded by common/spec.cuh

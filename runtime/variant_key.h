@@ -2,6 +2,7 @@
 // A packed POD hashed with XXH3-64; no strings are built on the launch path.
 #pragma once
 
+#include "runtime/kernel_def.h"
 #include "runtime/specialization.h"
 
 #include <llvm/ADT/DenseMapInfo.h>
@@ -15,7 +16,7 @@ namespace specjit::runtime {
 struct VariantKey {
   uint32_t kernel = 0;
   uint32_t count = 0;
-  std::array<int64_t, 8> words{}; // unused words stay zero, so the whole struct can be hashed
+  std::array<int64_t, k_max_params> words{}; // unused words stay zero, so the whole struct can be hashed
 
   // Words past `count` are always zero, so only the used ones need comparing.
   friend bool operator==(const VariantKey& a, const VariantKey& b) {

@@ -111,6 +111,29 @@ __device__ __forceinline__ void store_shared_u32x4(unsigned address, unsigned x,
                : "memory");
 }
 
+// Thread-block clusters (sm_90). barrier.cluster counts every thread of the cluster that has
+// not exited; arrive releases this thread's prior writes, wait acquires the others'.
+__device__ __forceinline__ unsigned cluster_ctarank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait;" ::: "memory");
+}
+// The shared address `address` of this CTA, as the same location in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned cluster_map_shared(unsigned address, unsigned rank) {
+  unsigned mapped;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(address), "r"(rank));
+  return mapped;
+}
+__device__ __forceinline__ void store_cluster_f32(unsigned address, float value) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
+}
+
 // Programmatic dependent launch (PTX griddepcontrol; cudaGridDependencySynchronize does not
 // exist under NVRTC). launch_dependents lets the next kernel in the stream start once every CTA
 // of this grid has run it or exited; wait blocks until the previous grid has completed and its

@@ -5,10 +5,12 @@
 //          (divided by the static scale a2) or bf16.
 //   GEMM2  A = intermediate [T*k, K] gathered by slot, weights w2[e] [N, K]; epilogue times the
 //          router weight in fp32, per slot into slot_out [T*k, N] bf16.
-// Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS) CTAs, each one (block of TOK sorted slots,
-// weight tile of OUT_COLS output columns) in grouped order (moe_wgmma_setup); launched for the
-// worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is
-// meant to be launched programmatically after GEMM1 (see moe_wgmma_produce).
+// Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS / TILES) * SPLITK CTAs, each one (block of TOK
+// sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part of K) in grouped
+// order (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
+// (moe_wgmma_split_reduce); TILES > 1 (swap-AB): the tiles go through one pipeline; launched for
+// the worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is meant
+// to be launched programmatically after GEMM1 (see moe_wgmma_produce).
 //
 // Two orientations, picked per token-count bucket by the configuration table:
 //   normal   each consumer warpgroup owns 64 token rows (wgmma's M); the weight tile's BW rows
@@ -106,40 +108,48 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
   }
 }
 
-// Everything before the epilogue, shared by GEMM1 and GEMM2. Returns false for the threads that
-// write no outputs: blocks without work, the producer warp, warpgroups that handed their sums
-// over. `depends` (GEMM2): its tokens are the previous kernel's output (see the producer).
-template <class G>
-__device__ __forceinline__ bool
+// The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
+// (K split across warpgroups and across the cluster) and then epilogue(b, acc) with b.tile set,
+// by the threads that hold the tile's sums. `depends` (GEMM2): its tokens are the previous
+// kernel's output (see the producer).
+template <class G, class Epilogue>
+__device__ __forceinline__ void
 moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const int* sorted_ids,
-               const int* expert_ids, const int* num_post_padded, int num_slots,
-               int a_row_divisor, int w_row_half, bool depends, MoeWgmmaBlock& b,
-               float (&acc)[G::k_halves][G::k_acc]) {
+               const int* expert_ids, const int* num_post_padded, int num_slots, int a_row_divisor,
+               int w_row_half, bool depends, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
   __shared__ int a_rows[G::k_tok];
   __shared__ int slot_of_row[G::k_tok];
-  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor,
-                          smem, bars, a_rows, slot_of_row, b))
-    return false;
+  MoeWgmmaBlock b;
+  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor, smem,
+                          bars, a_rows, slot_of_row, b))
+    return;
   b.slot_of_row = slot_of_row;
   if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w_map, a, a_rows, b.tile * G::k_out_cols, w_row_half, depends);
-    return false;
+    moe_wgmma_produce<G>(b, &w_map, a, a_rows, w_row_half, depends);
+    return;
   }
-  moe_wgmma_consume<G>(b, acc);
-  if (!moe_wgmma_reduce<G>(b, acc))
-    return false;
-  moe_wgmma_pair_up<G>(b, acc);
-  return true;
+  const int first_tile = b.tile;
+#pragma unroll 1
+  for (int t = 0; t < G::k_tiles_per_cta; ++t) {
+    b.tile = first_tile + t;
+    float acc[G::k_halves][G::k_acc];
+    moe_wgmma_consume<G>(b, t, acc);
+    if (!moe_wgmma_reduce<G>(b, acc) || !moe_wgmma_split_reduce<G>(b, acc))
+      return;
+    moe_wgmma_pair_up<G>(b, acc);
+    epilogue(b, acc);
+  }
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
-  int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, long long NUM_TOKENS_SPEC
-#define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                      \
-  MoeWgmmaTraits<FP8, GATED, N, K, SWAP != 0, TOK, BW, WGS, STAGES>
+  int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, int SPLITK, int TILES,             \
+      long long NUM_TOKENS_SPEC
+#define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                       \
+  MoeWgmmaTraits<FP8, GATED, N, K, SWAP != 0, TOK, BW, WGS, STAGES, SPLITK, TILES>
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
@@ -150,36 +160,35 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
                 unsigned char* __restrict__ intermediate, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
-  MoeWgmmaBlock b;
-  float acc[G::k_halves][G::k_acc];
-  if (!moe_wgmma_main<G>(w13_map, hidden, sorted_ids, expert_ids, num_post_padded, num_slots,
-                         top_k, N, false, b, acc))
-    return;
-  const int tile = b.tile;
-  float scale = 1.0f, inverse_out = 1.0f;
-  if constexpr (FP8) {
-    scale = a1_scale[0] * w13_scale[b.expert];
-    inverse_out = div_rn(1.0f, a2_scale[0]);
-  }
-  moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-    const int slot = b.slot_of_row[token];
-    if (slot < 0)
-      return;
-    const long long index = static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
+  auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
+    const int tile = b.tile;
+    float scale = 1.0f, inverse_out = 1.0f;
     if constexpr (FP8) {
-      const unsigned packed = e4m3x2(v0 * inverse_out, v1 * inverse_out);
-      if (pair)
-        store_u16(intermediate + index, static_cast<unsigned short>(packed));
-      else
-        store_u8(intermediate + index, packed & 0xFF);
-    } else {
-      const unsigned packed = bf16x2(v0, v1);
-      if (pair)
-        store_u32(intermediate + index * 2, packed);
-      else
-        store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
+      scale = a1_scale[0] * w13_scale[b.expert];
+      inverse_out = div_rn(1.0f, a2_scale[0]);
     }
-  });
+    moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+      const int slot = b.slot_of_row[token];
+      if (slot < 0)
+        return;
+      const long long index = static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
+      if constexpr (FP8) {
+        const unsigned packed = e4m3x2(v0 * inverse_out, v1 * inverse_out);
+        if (pair)
+          store_u16(intermediate + index, static_cast<unsigned short>(packed));
+        else
+          store_u8(intermediate + index, packed & 0xFF);
+      } else {
+        const unsigned packed = bf16x2(v0, v1);
+        if (pair)
+          store_u32(intermediate + index * 2, packed);
+        else
+          store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
+      }
+    });
+  };
+  moe_wgmma_main<G>(w13_map, hidden, sorted_ids, expert_ids, num_post_padded, num_slots, top_k, N,
+                    false, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -191,34 +200,34 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
                 unsigned short* __restrict__ slot_out, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
-  MoeWgmmaBlock b;
-  float acc[G::k_halves][G::k_acc];
-  if (!moe_wgmma_main<G>(w2_map, intermediate, sorted_ids, expert_ids, num_post_padded,
-                         num_slots, 1, 0, true, b, acc))
-    return;
-  const int tile = b.tile;
-  float scale = 1.0f;
-  if constexpr (FP8)
-    scale = a2_scale[0] * w2_scale[b.expert];
-  moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-    const int slot = b.slot_of_row[token];
-    if (slot < 0)
-      return;
-    const float weight = topk_weights[slot];
-    const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
-    unsigned short* out = slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
-    if (pair)
-      store_u32(out, packed);
-    else
-      store_u16(out, static_cast<unsigned short>(packed));
-  });
+  auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
+    const int tile = b.tile;
+    float scale = 1.0f;
+    if constexpr (FP8)
+      scale = a2_scale[0] * w2_scale[b.expert];
+    moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+      const int slot = b.slot_of_row[token];
+      if (slot < 0)
+        return;
+      const float weight = topk_weights[slot];
+      const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
+      unsigned short* out =
+          slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
+      if (pair)
+        store_u32(out, packed);
+      else
+        store_u16(out, static_cast<unsigned short>(packed));
+    });
+  };
+  moe_wgmma_main<G>(w2_map, intermediate, sorted_ids, expert_ids, num_post_padded, num_slots, 1, 0,
+                    true, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS + 32 threads; dynamic
 // shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 more for the f16 tiles (normal:
-// 2 * (BW + TOK) * 128, swap-AB: 4 * WGS * TOK * 128), and 1024 bytes of alignment slack. The weight tensor
-// map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW (GEMM2) or
-// BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle.
+// 2 * (BW + TOK) * 128, swap-AB: 4 * WGS * TOK * 128), and 1024 bytes of alignment slack. The
+// weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
+// (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle.
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
   const __grid_constant__ TmaDesc w13_map, const unsigned char *__restrict__ hidden,               \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
@@ -235,30 +244,30 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
       unsigned short *__restrict__ slot_out, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
-  w2_map, intermediate, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,               \
-      topk_weights, slot_out, num_tokens, top_k
+  w2_map, intermediate, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale, topk_weights, \
+      slot_out, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, NUM_TOKENS_SPEC>(
+  moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, NUM_TOKENS_SPEC>(
+  moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma2_fp8(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, NUM_TOKENS_SPEC>(
+  moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma2_bf16(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, NUM_TOKENS_SPEC>(
+  moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }
 

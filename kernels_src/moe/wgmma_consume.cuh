@@ -49,7 +49,7 @@ __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile
 // Straight from the stage: bf16 (fp32 accumulation), or e4m3 promoted every PROMOTE k32 steps
 // into fp32 registers (PROMOTE = 0: never).
 template <class G, WgmmaType TYPE, int PROMOTE>
-__device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b,
+__device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int step0,
                                                    float (&acc)[G::k_halves][G::k_acc]) {
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   constexpr int k_group = PROMOTE == 0 ? 4 : PROMOTE; // k steps per wgmma group
@@ -69,8 +69,8 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b,
   const int first = moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
-    const int s = kt % G::k_stages_value;
-    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    const int s = (step0 + kt) % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, ((step0 + kt) / G::k_stages_value) & 1);
     const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
@@ -99,7 +99,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b,
     if constexpr (k_in_flight) {
       wgmma_wait<1>();
       if (kt > 0)
-        mbarrier_arrive(b.empty_bar + 8 * ((kt - 1) % G::k_stages_value));
+        mbarrier_arrive(b.empty_bar + 8 * ((step0 + kt - 1) % G::k_stages_value));
     } else {
       wgmma_wait<0>();
       mbarrier_arrive(b.empty_bar + 8 * s);
@@ -149,7 +149,7 @@ __device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, in
 // (B, converted in shared memory, double-buffered per warpgroup) follows too. The stage is
 // released as soon as its ldmatrix loads have returned.
 template <class G>
-__device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b,
+__device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0,
                                                      float (&acc)[G::k_halves][G::k_acc]) {
   static_assert(G::k_swap, "register A is the weights: swap-AB only");
   const int tid = static_cast<int>(threadIdx.x);
@@ -162,10 +162,10 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b,
   const int first = moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
-    const int s = kt % G::k_stages_value;
-    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
+    const int s = (step0 + kt) % G::k_stages_value;
+    mbarrier_wait(b.full_bar + 8 * s, ((step0 + kt) / G::k_stages_value) & 1);
     const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-    const unsigned t16 = t16_base + ((kt / G::k_split) & 1) * k_t16_bytes;
+    const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
     moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128, true);
     unsigned a[G::k_halves][8][4];
 #pragma unroll
@@ -209,6 +209,7 @@ template <class G>
 __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
                                                        float (&acc)[G::k_halves][G::k_acc]) {
   static_assert(!G::k_swap, "swap-AB converts in registers");
+  static_assert(G::k_tiles_per_cta == 1, "one tile per CTA");
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
@@ -242,15 +243,17 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
   }
 }
 
+// The K loop of the CTA's tile number `tile_index`: pipeline steps tile_index * k_k_tiles on.
 template <class G>
-__device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b,
+__device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int tile_index,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
+  const int step0 = tile_index * G::k_k_tiles;
   if constexpr (!G::k_fp8)
-    moe_consume_direct<G, WgmmaType::bf16, 0>(b, acc);
+    moe_consume_direct<G, WgmmaType::bf16, 0>(b, step0, acc);
   else if constexpr (!G::k_gated)
-    moe_consume_direct<G, WgmmaType::e4m3, G::k_swap ? 1 : 4>(b, acc);
+    moe_consume_direct<G, WgmmaType::e4m3, G::k_swap ? 1 : 4>(b, step0, acc);
   else if constexpr (G::k_swap)
-    moe_consume_f16_regs<G>(b, acc);
+    moe_consume_f16_regs<G>(b, step0, acc);
   else
     moe_consume_f16_shared<G>(b, acc);
 }
@@ -285,6 +288,51 @@ __device__ __forceinline__ bool moe_wgmma_reduce(const MoeWgmmaBlock& b,
 #pragma unroll
       for (int i = 0; i < G::k_acc; ++i)
         acc[h][i] += partial[(h * G::k_acc + i) * 128 + tid];
+    return true;
+  }
+}
+
+// Split-K across the CTAs of a cluster: once every CTA is past its K loop (the first CTA's
+// stage memory is then idle), the others store their partial sums into the first CTA's stage
+// memory through distributed shared memory and finish; the first adds them in rank order (the
+// result does not depend on timing) and goes on to the epilogue. Called by the 128 threads that
+// hold the sums (after moe_wgmma_reduce); returns false for the CTAs that handed theirs over.
+template <class G>
+__device__ __forceinline__ bool moe_wgmma_split_reduce(const MoeWgmmaBlock& b,
+                                                       float (&acc)[G::k_halves][G::k_acc]) {
+  if constexpr (G::k_split_k == 1) {
+    return true;
+  } else {
+    constexpr int k_values = G::k_halves * G::k_acc; // per thread
+    static_assert((G::k_split_k - 1) * k_values * 128 * 4 <=
+                      G::k_stages_value * G::k_stage_bytes,
+                  "the other CTAs' partial sums fit in the stage memory");
+    const int tid = static_cast<int>(threadIdx.x);
+    const unsigned rank = cluster_ctarank();
+    cluster_arrive();
+    cluster_wait();
+    if (rank != 0) {
+      const unsigned base =
+          cluster_map_shared(b.tiles, 0) + ((rank - 1) * k_values * 128 + tid) * 4;
+#pragma unroll
+      for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+        for (int i = 0; i < G::k_acc; ++i)
+          store_cluster_f32(base + (h * G::k_acc + i) * 128 * 4, acc[h][i]);
+      cluster_arrive(); // releases the stores; this CTA is done
+      return false;
+    }
+    cluster_arrive();
+    cluster_wait();
+    const float* partial = reinterpret_cast<const float*>(b.tiles_generic);
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int i = 0; i < G::k_acc; ++i)
+#pragma unroll
+        for (int r = 1; r < G::k_split_k; ++r)
+          acc[h][i] += partial[((r - 1) * k_values + h * G::k_acc + i) * 128 + tid];
+    named_barrier(4, 128); // the stage memory is reused by moe_wgmma_pair_up
     return true;
   }
 }

@@ -14,10 +14,13 @@
 
 namespace specjit_kernels {
 
-template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES>
+template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
+          int SPLITK, int TILES>
 struct MoeWgmma {
   static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
-  static constexpr int k_k_tiles = k_k_bytes / 128;
+  // Split-K: each CTA of a cluster of SPLITK takes k_k_tiles consecutive 128-byte stages of K.
+  static constexpr int k_split_k = SPLITK;
+  static constexpr int k_k_tiles = k_k_bytes / 128 / SPLITK;
   static constexpr int k_consumers = 128 * WGS;
   static constexpr int k_threads = k_consumers + 32;
   static constexpr int k_w_tile_bytes = BW * 128;
@@ -35,8 +38,18 @@ struct MoeWgmma {
   static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
   static constexpr int k_lag = STAGES - 2;
+  // Weight tiles per CTA, one after the other through one continuous pipeline (the next tile's
+  // weights stream in while the consumers write this tile's outputs): fewer, longer CTAs for
+  // GEMMs whose K is a few stages only.
+  static constexpr int k_tiles_per_cta = TILES;
+  static constexpr int k_steps = k_k_tiles * TILES; // pipeline stages a CTA streams
 
-  static_assert(k_k_bytes % 128 == 0, "K must fill 128-byte rows");
+  static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
+  static_assert(SPLITK == 1 || SWAP, "split-K: swap-AB only");
+  static_assert(k_k_tiles >= WGS, "a stage for every warpgroup");
+  static_assert(TILES == 1 || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
+                "several tiles per CTA: swap-AB, one warpgroup, no split-K, not packed");
+  static_assert((N / k_out_cols) % TILES == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
   static_assert(!SWAP || k_out_cols == 64 || k_packed, "swap-AB: 64 output columns per CTA");
@@ -50,8 +63,9 @@ struct MoeWgmma {
 
 // Everything one CTA needs, set up before the main loop.
 struct MoeWgmmaBlock {
-  int tile;            // weight tile (k_out_cols output columns)
+  int tile;            // weight tile (k_out_cols output columns) being computed
   int expert;
+  int k_tile0;         // first 128-byte stage of K of this CTA (split-K)
   unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
   unsigned char* tiles_generic; // the same, as a generic pointer
   const int* slot_of_row;       // shared [TOK]: slot of each token row, -1 for padding
@@ -59,8 +73,9 @@ struct MoeWgmmaBlock {
   unsigned empty_bar;  // shared address of empty[0]
 };
 
-template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES>
-struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES> {
+template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
+          int SPLITK, int TILES>
+struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES> {
   static constexpr bool k_gated = GATED;
   static constexpr bool k_swap = SWAP;
   static constexpr int k_tok = TOK;
@@ -81,11 +96,13 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   // token blocks (mostly one expert) for one weight tile, then the next tile, so the CTAs in
   // flight share weight tiles through L2 instead of each re-reading them from HBM.
   constexpr int k_group_blocks = 8;
-  constexpr int k_tiles = G::k_n / G::k_out_cols;
-  const int id = static_cast<int>(blockIdx.x);
+  constexpr int k_tiles = G::k_n / G::k_out_cols / G::k_tiles_per_cta; // tile groups
+  // The SPLITK CTAs of a cluster (consecutive in x) share the block and tile.
+  const int id = static_cast<int>(blockIdx.x) / G::k_split_k;
+  b.k_tile0 = static_cast<int>(blockIdx.x) % G::k_split_k * G::k_k_tiles;
   const int in_group = id % (k_group_blocks * k_tiles);
   const int m_block = id / (k_group_blocks * k_tiles) * k_group_blocks + in_group % k_group_blocks;
-  b.tile = in_group / k_group_blocks;
+  b.tile = in_group / k_group_blocks * G::k_tiles_per_cta; // the first of the CTA's tiles
   if (m_block * G::k_tok >= *num_post_padded)
     return false;
   b.expert = expert_ids[m_block];
@@ -111,8 +128,9 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
                                                   const unsigned char* a, const int* a_rows,
-                                                  int w_row0, int w_row_half, bool depends) {
+                                                  int w_row_half, bool depends) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
+  // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto load_weights = [&](int kt) {
     const int s = kt % G::k_stages_value;
     const unsigned full = b.full_bar + 8 * s;
@@ -120,22 +138,23 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
     if (lane == 0) {
       const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
       mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
-      tma_load_3d(w_tile, w_map, full, kt * 128, w_row0, b.expert);
+      const int k_byte = (b.k_tile0 + kt % G::k_k_tiles) * 128;
+      const int w_row0 = (b.tile + kt / G::k_k_tiles) * G::k_out_cols;
+      tma_load_3d(w_tile, w_map, full, k_byte, w_row0, b.expert);
       if constexpr (G::k_gated)
-        tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, kt * 128, w_row0 + w_row_half,
+        tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, k_byte, w_row0 + w_row_half,
                     b.expert);
     }
   };
-  const int prefetched = depends ? (G::k_k_tiles < G::k_stages_value ? G::k_k_tiles
-                                                                      : G::k_stages_value)
-                                 : 0;
+  const int prefetched =
+      depends ? (G::k_steps < G::k_stages_value ? G::k_steps : G::k_stages_value) : 0;
 #pragma unroll 1
   for (int kt = 0; kt < prefetched; ++kt)
     load_weights(kt);
   if (depends)
     grid_dependency_wait();
 #pragma unroll 1
-  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+  for (int kt = 0; kt < G::k_steps; ++kt) {
     if (kt >= prefetched)
       load_weights(kt);
     const unsigned t_tile =
@@ -145,7 +164,7 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
       const int r = c >> 3, chunk = c & 7;
       const int row = a_rows[r];
       const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes +
-                                 kt * 128 + chunk * 16;
+                                 (b.k_tile0 + kt % G::k_k_tiles) * 128 + chunk * 16;
       cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
     }
     cp_async_commit();
@@ -157,9 +176,9 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
   }
   cp_async_wait<0>();
   fence_proxy_async_shared();
-  const int first = G::k_k_tiles > G::k_lag ? G::k_k_tiles - G::k_lag : 0;
+  const int first = G::k_steps > G::k_lag ? G::k_steps - G::k_lag : 0;
 #pragma unroll 1
-  for (int kt = first; kt < G::k_k_tiles; ++kt)
+  for (int kt = first; kt < G::k_steps; ++kt)
     mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
 }
 

@@ -104,7 +104,10 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     const int64_t tiles = rows / tile.block_n;
     if (tile.kernel == MoeGemmKernel::wgmma) {
       // 1-D grid in groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh, setup).
-      launch.grid[0] = static_cast<unsigned>(ceil_div(blocks, 8) * 8 * tiles);
+      // A split-K cluster is split_k consecutive CTAs, one per part of K.
+      launch.grid[0] =
+          static_cast<unsigned>(ceil_div(blocks, 8) * 8 * (tiles / tile.tiles) * tile.split_k);
+      launch.cluster_x = static_cast<unsigned>(tile.split_k);
       launch.programmatic_serialization = gemm == 2 && options.programmatic_launch;
     } else {
       launch.grid[0] = static_cast<unsigned>(tiles);

@@ -28,7 +28,8 @@ namespace specjit::ops {
 //   moe_route<experts, top_k, renormalize, num_tokens>
 //   moe_align<experts, block_m, num_tokens>
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
-//   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, num_tokens>
+//   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, split_k,
+//                             tiles, num_tokens>
 //     (GEMM1: n = I, k = H; GEMM2: n = H, k = I)
 //   moe_reduce<top_k, num_tokens>
 runtime::KernelDef moe_route_kernel();

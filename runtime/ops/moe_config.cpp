@@ -35,7 +35,7 @@ bool is_pow2_in(int value, int low, int high) {
 }
 
 llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_t out_columns,
-                       bool gated, bool fp8, const Arch& arch) {
+                       int64_t k, bool gated, bool fp8, const Arch& arch) {
   auto bad = [&](const std::string& why) {
     return make_error(Errc::invalid_argument, "fused_moe: {} tile {} (block_m {}): {}", which,
                       t.describe(), block_m, why);
@@ -56,7 +56,24 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
                                64 * (gated ? 2 : 1), gated ? " or 64" : ""));
       if (!is_pow2_in(block_m, 8, 256))
         return bad("swap-AB needs block_m in 8, 16, 32, 64, 128, 256");
+      if (!is_pow2_in(t.split_k, 1, 8))
+        return bad("split_k must be 1, 2, 4 or 8");
+      // Every CTA of the cluster takes K / split_k, at least one 128-byte stage per warpgroup.
+      const int64_t k_tiles = k * (fp8 ? 1 : 2) / k_row_bytes;
+      if (!is_pow2_in(t.tiles, 1, 8))
+        return bad("tiles must be 1, 2, 4 or 8");
+      if (t.tiles > 1 && (t.warpgroups != 1 || t.split_k != 1 || (gated && t.block_n == 64)))
+        return bad("several tiles per CTA need one warpgroup, no split_k and an unpacked tile");
+      if (t.tiles > 1 && out_columns % (64 * t.tiles) != 0)
+        return bad(fmt::format("{} output columns are not a multiple of {} tiles of 64",
+                               out_columns, t.tiles));
+      if (k_tiles % t.split_k != 0 || k_tiles / t.split_k < t.warpgroups)
+        return bad(fmt::format("K = {} ({} stages of 128 bytes) does not split into {} parts of "
+                               "at least {} stages",
+                               k, k_tiles, t.split_k, t.warpgroups));
     } else {
+      if (t.split_k != 1 || t.tiles != 1)
+        return bad("split_k and tiles need the swap-AB orientation");
       if (block_m != 64 * t.warpgroups)
         return bad(fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
                                64 * t.warpgroups));
@@ -64,6 +81,8 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
         return bad("block_n must be 64, 128 or 256");
     }
   } else {
+    if (t.split_k != 1 || t.tiles != 1)
+      return bad("split_k and tiles need a wgmma tile");
     if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
       return bad("1 to 16 warps");
     if (block_m % (16 * t.warps_m) != 0)
@@ -76,6 +95,13 @@ llvm::Error check_tile(const char* which, int block_m, const GemmTile& t, int64_
     return bad(fmt::format("{} output columns are not a multiple of {}", out_columns, per_tile));
   if (moe_gemm_shared_bytes(block_m, t, fp8 ? MoeDType::fp8 : MoeDType::bf16) > k_max_shared)
     return bad("more than 227 KiB of shared memory");
+  // The first CTA of a split-K cluster receives the others' fp32 partial sums (one 64-row
+  // accumulator per MMA) in its stage memory.
+  const int64_t mmas = gated && t.block_n == 128 ? 2 : 1;
+  const int64_t partials = (t.split_k - 1) * mmas * 64 * block_m * 4;
+  if (partials > int64_t{t.stages} * (block_m + t.block_n) * k_row_bytes)
+    return bad(fmt::format("the {} partial sums of split_k {} do not fit in the stage memory",
+                           t.split_k - 1, t.split_k));
   return llvm::Error::success();
 }
 
@@ -109,6 +135,10 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       return make_error(Errc::invalid_argument, "moe config table: {}: missing boolean 'swap_ab'",
                         where.str());
     tile.swap_ab = *swap;
+    if (object->get("split_k") != nullptr)
+      fields.push_back({&tile.split_k, "split_k"});
+    if (object->get("tiles") != nullptr)
+      fields.push_back({&tile.tiles, "tiles"});
   } else {
     fields.push_back({&tile.warps_m, "warps_m"});
     fields.push_back({&tile.warps_n, "warps_n"});
@@ -123,12 +153,18 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
 }
 
 llvm::json::Object tile_json(const GemmTile& t) {
-  if (t.kernel == MoeGemmKernel::wgmma)
-    return llvm::json::Object{{"kernel", "wgmma"},
-                              {"swap_ab", t.swap_ab},
-                              {"block_n", t.block_n},
-                              {"warpgroups", t.warpgroups},
-                              {"stages", t.stages}};
+  if (t.kernel == MoeGemmKernel::wgmma) {
+    llvm::json::Object o{{"kernel", "wgmma"},
+                         {"swap_ab", t.swap_ab},
+                         {"block_n", t.block_n},
+                         {"warpgroups", t.warpgroups},
+                         {"stages", t.stages}};
+    if (t.split_k != 1)
+      o["split_k"] = t.split_k;
+    if (t.tiles != 1)
+      o["tiles"] = t.tiles;
+    return o;
+  }
   return llvm::json::Object{{"block_n", t.block_n},
                             {"warps_m", t.warps_m},
                             {"warps_n", t.warps_n},
@@ -143,20 +179,24 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel) {
   return kernel == MoeGemmKernel::wgmma ? "wgmma" : "mma";
 }
 
-GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups) {
+GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups,
+                              int split_k, int tiles) {
   GemmTile t;
   t.kernel = MoeGemmKernel::wgmma;
   t.block_n = block_n;
   t.stages = stages;
   t.swap_ab = swap_ab;
   t.warpgroups = warpgroups;
+  t.split_k = split_k;
+  t.tiles = tiles;
   return t;
 }
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}", swap_ab ? "-swap" : "", block_n, warpgroups,
-                       stages);
+    return fmt::format("wgmma{} n{} g{} s{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+                       stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
+                       tiles > 1 ? fmt::format(" t{}", tiles) : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 
@@ -245,7 +285,9 @@ int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
 
 MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
   MoeTileConfig c;
-  auto tile = &GemmTile::wgmma_tile;
+  auto tile = [](int block_n, int stages, bool swap_ab, int warpgroups) {
+    return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups);
+  };
   if (per_expert <= 32) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
     c.block_m = 8;
@@ -290,10 +332,11 @@ llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
     return make_error(Errc::invalid_argument,
                       "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}",
                       config.block_m);
-  if (auto err =
-          check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate, true, fp8, arch))
+  if (auto err = check_tile("gemm1", config.block_m, config.gemm1, shape.intermediate,
+                            shape.hidden, true, fp8, arch))
     return err;
-  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, false, fp8, arch);
+  return check_tile("gemm2", config.block_m, config.gemm2, shape.hidden, shape.intermediate,
+                    false, fp8, arch);
 }
 
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,

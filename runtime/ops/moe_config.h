@@ -14,7 +14,7 @@
 //     "dtype": "fp8", "arch": "sm_90a", "buckets": [{"max_tokens": 16, "block_m": 16,
 //     "gemm1": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}, "gemm2": {...}}]}]}
 //   A wgmma tile instead: {"kernel": "wgmma", "swap_ab": true, "block_n": 128, "warpgroups": 1,
-//   "stages": 6} ("kernel" absent means mma).
+//   "stages": 6} ("kernel" absent means mma; optional "split_k" and "tiles", default 1).
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
@@ -55,7 +55,12 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 //   wgmma  normal orientation (swap_ab false): block_m = 64 * warpgroups token rows, block_n in
 //          {64, 128, 256}. swap_ab: 64 output columns per CTA (block_n = 64; GEMM1 128, or 64
 //          for 32 output columns per CTA, gate and up rows packed into one MMA),
-//          block_m tokens in {8, 16, 32, 64, 128, 256}, warpgroups (1 or 2) splitting K.
+//          block_m tokens in {8, 16, 32, 64, 128, 256}, warpgroups (1 or 2) splitting K;
+//          split_k (1, 2, 4, 8) CTAs of one thread-block cluster splitting K further (each
+//          takes K / split_k; the first sums the others' partials through distributed shared
+//          memory and writes the outputs): more CTAs streaming weights when few experts are hit;
+//          tiles (1, 2, 4, 8; one warpgroup, no split_k, not packed) consecutive 64-column tiles
+//          per CTA through one pipeline: fewer, longer CTAs when K is a few stages only.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -64,12 +69,15 @@ struct GemmTile {
   MoeGemmKernel kernel = MoeGemmKernel::mma;
   bool swap_ab = false;
   int warpgroups = 1;
+  int split_k = 1;
+  int tiles = 1;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   // A wgmma tile (the mma fields keep their defaults).
-  static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups);
+  static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups,
+                             int split_k = 1, int tiles = 1);
 
-  std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6"
+  std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4"
   unsigned threads() const;     // per CTA
 };
 

@@ -38,7 +38,7 @@ KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
             "moe/gemm_wgmma.cu",
             "specjit_kernels::" + name,
             {raw("n"), raw("k"), raw("swap_ab"), raw("block_m"), raw("block_n"), raw("warpgroups"),
-             raw("stages"), tokens()},
+             raw("stages"), raw("split_k"), raw("tiles"), tokens()},
             {}};
   }
   std::string name = fmt::format("moe_gemm{}_{}", gemm, moe_dtype_name(dtype).str());
@@ -104,7 +104,8 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n, k, t.swap_ab ? 1 : 0, block_m, t.block_n, t.warpgroups, t.stages, num_tokens};
+    return {n,         k,         t.swap_ab ? 1 : 0, block_m, t.block_n, t.warpgroups,
+            t.stages,  t.split_k, t.tiles,           num_tokens};
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }
 

@@ -80,7 +80,7 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 // Tile configurations a run can force instead of the default rule's: every kernel family and
 // orientation is checked at every token count, not only where the rule picks it.
-enum class Forced { none, wgmma_swap, wgmma_normal, mma };
+enum class Forced { none, wgmma_swap, wgmma_split, wgmma_normal, mma };
 
 std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Forced forced) {
   if (forced == Forced::none)
@@ -91,7 +91,23 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   c.gemm1.kernel = c.gemm2.kernel = MoeGemmKernel::wgmma;
   c.gemm1.stages = 4;
   c.gemm2.stages = 5;
-  if (forced == Forced::wgmma_swap) {
+  if (forced == Forced::wgmma_split) {
+    // Split-K clusters: 4 CTAs (GEMM1) and 2 (GEMM2) per tile, with one or two warpgroups each,
+    // packed or two-MMA GEMM1 tiles, N = 8 or 32 tokens; at T = 16 and 1024 several tiles per CTA.
+    c.gemm1.swap_ab = c.gemm2.swap_ab = true;
+    c.block_m = tokens <= 16 ? 8 : 32;
+    c.gemm1.warpgroups = tokens == 3 || tokens == 64 ? 2 : 1;
+    c.gemm1.block_n = tokens <= 3 || tokens == 200 ? 64 : 128;
+    c.gemm1.split_k = tokens == 16 ? 2 : 4;
+    c.gemm1.stages = 6;
+    c.gemm2.block_n = 64;
+    c.gemm2.split_k = 2;
+    c.gemm2.stages = 8;
+    if (tokens == 16 || tokens == 1024) { // several tiles per CTA instead
+      c.gemm1 = GemmTile::wgmma_tile(128, 6, true, 1, 1, tokens == 16 ? 2 : 4);
+      c.gemm2 = GemmTile::wgmma_tile(64, 8, true, 1, 1, tokens == 16 ? 8 : 4);
+    }
+  } else if (forced == Forced::wgmma_swap) {
     c.gemm1.swap_ab = c.gemm2.swap_ab = true;
     c.block_m = tokens <= 16 ? 8 : 32; // exercises multi-group token tiles (N = 32) too
     // K split across two warpgroups for a few token counts, one warpgroup for the others.
@@ -313,7 +329,7 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
 TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen3, DeepSeek)") {
   if (!specjit::test::gpu_or_skip("fused_moe forced tiles"))
     return;
-  for (Forced forced : {Forced::wgmma_swap, Forced::wgmma_normal, Forced::mma})
+  for (Forced forced : {Forced::wgmma_swap, Forced::wgmma_split, Forced::wgmma_normal, Forced::mma})
     for (const Model& model : {k_qwen, as_bf16(k_qwen), k_deepseek, as_bf16(k_deepseek)})
       run_model(model, forced);
 }

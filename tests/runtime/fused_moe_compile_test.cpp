@@ -61,8 +61,10 @@ struct Args {
     t.a2_scale = {k_base + 0x4002000, DType::f32, {1}, {}};
     t.w2_scale = {k_base + 0x4003000, DType::f32, {s.experts}, {}};
     t.out = {k_base + 0x5000000, DType::bf16, {tokens, s.hidden}, {}};
-    t.workspace = {k_base + 0x6000000, DType::u8,
-                   {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
+    t.workspace = {k_base + 0x6000000,
+                   DType::u8,
+                   {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)},
+                   {}};
   }
 };
 
@@ -203,6 +205,88 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
         (8u + 64) * 128 * 8 + 4 * 8 * 128 + 1024);
 }
 
+TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials that fit") {
+  const Arch sm90a{9, 0, true};
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};     // GEMM1 16 stages, GEMM2 6
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8}; // GEMM2: 2 stages of K
+  MoeTileConfig c{8, GemmTile::wgmma_tile(128, 6, true, 1, 4),
+                  GemmTile::wgmma_tile(64, 8, true, 1, 2)};
+  CHECK(!check_moe_config(qwen, c, sm90a));
+  CHECK(!check_moe_config(deepseek, c, sm90a));
+  CHECK(c.describe() == "m8 g1[wgmma-swap n128 g1 s6 k4] g2[wgmma-swap n64 g1 s8 k2]");
+  CHECK(c.gemm1.threads() == 160u);
+  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
+    return summarize(check_moe_config(shape, config, sm90a)).message;
+  };
+  MoeTileConfig bad = c;
+  bad.gemm1.split_k = 3;
+  CHECK(refused(qwen, bad).find("split_k must be 1, 2, 4 or 8") != std::string::npos);
+  bad = c;
+  bad.gemm2.split_k = 4; // GEMM2 K = 768: 6 stages do not split in 4
+  CHECK(refused(qwen, bad).find("does not split into 4 parts") != std::string::npos);
+  bad = c;
+  bad.gemm2.warpgroups = 2; // DeepSeek GEMM2: one stage per CTA, two warpgroups want two
+  CHECK(refused(deepseek, bad).find("at least 2 stages") != std::string::npos);
+  bad = c;
+  bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
+  bad.block_m = 128;
+  CHECK(refused(qwen, bad).find("split_k and tiles need the swap-AB orientation") !=
+        std::string::npos);
+  bad = c;
+  bad.block_m = 64; // 7 x 2 x 64 x 64 x 4 bytes of partials > 3 stages of 192 rows
+  bad.gemm1 = GemmTile::wgmma_tile(128, 3, true, 1, 8);
+  CHECK(refused(qwen, bad).find("partial sums") != std::string::npos);
+  bad = c;
+  bad.gemm2.tiles = 4;
+  CHECK(refused(qwen, bad).find("several tiles per CTA need") != std::string::npos); // + split_k
+  bad.gemm2.split_k = 1;
+  CHECK(!check_moe_config(qwen, bad, sm90a));
+  CHECK(bad.gemm2.describe() == "wgmma-swap n64 g1 s8 t4");
+  bad.gemm2.warpgroups = 2;
+  CHECK(refused(qwen, bad).find("several tiles per CTA need one warpgroup") != std::string::npos);
+  bad = c;
+  bad.gemm1.tiles = 8;
+  bad.gemm1.split_k = 1; // 768 outputs: 12 tiles of 64, not whole 8s
+  CHECK(refused(qwen, bad).find("not a multiple of 8 tiles") != std::string::npos);
+  // The table keeps split_k (and leaves it out when it is 1).
+  MoeConfigTable table;
+  table.entries.push_back({qwen, sm90a, {{1, c}}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(table);
+  os.flush();
+  CHECK(text.find("\"split_k\":4") != std::string::npos);
+  auto again = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
+  CHECK(again->entries[0].buckets[0].config == c);
+}
+
+TEST_CASE("split-K and multi-tile variants compile for sm_90a without spills or serialized wgmma") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  FusedMoeOptions options;
+  options.config = MoeTileConfig{8, GemmTile::wgmma_tile(64, 8, true, 2, 2),
+                                 GemmTile::wgmma_tile(64, 8, true, 1, 1, 4)};
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  auto requests = fused_moe_variants(qwen, options, Arch{9, 0, true}, {1});
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  int split_variants = 0;
+  for (const VariantRequest& request : *requests) {
+    auto id = engine.add_kernel(request.def);
+    REQUIRE(static_cast<bool>(id));
+    auto variant = engine.prepare(*id, request.values);
+    REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+    if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
+      continue;
+    ++split_variants;
+    INFO((*variant)->name_expression);
+    CHECK((*variant)->spill_bytes == 0);
+    for (const std::string& warning : (*variant)->warnings)
+      CHECK(warning.find("C75") == std::string::npos);
+  }
+  CHECK(split_variants == 2);
+}
+
 TEST_CASE("a tuned table overrides the default rule for its shape only") {
   const char* json = R"({"version": 1, "entries": [{"experts": 128, "intermediate": 768,
     "hidden": 2048, "top_k": 8, "dtype": "fp8", "arch": "sm_90a", "buckets": [
@@ -268,9 +352,9 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
   const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
   auto table = parse_moe_config_table(test::read_file(path));
   REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
-  for (MoeShape shape : {MoeShape{128, 8, 2048, 768, MoeDType::fp8},
-                         MoeShape{8, 2, 4096, 14336, MoeDType::fp8},
-                         MoeShape{256, 8, 7168, 256, MoeDType::fp8}}) {
+  for (MoeShape shape :
+       {MoeShape{128, 8, 2048, 768, MoeDType::fp8}, MoeShape{8, 2, 4096, 14336, MoeDType::fp8},
+        MoeShape{256, 8, 7168, 256, MoeDType::fp8}}) {
     const MoeConfigEntry* entry = table->find(shape, Arch{9, 0, true});
     REQUIRE(entry != nullptr);
     CHECK(entry->buckets.back().max_tokens == 4096);
@@ -281,6 +365,5 @@ TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for
   // (32 + 64) rows x 128 bytes x 4 stages = 48 KiB exactly, plus 256 bytes of static indices.
   CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}, MoeDType::fp8) > 48u * 1024);
   CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8) == (16u + 64) * 128 * 4);
-  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16) ==
-        (64u + 128) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16) == (64u + 128) * 128 * 4);
 }

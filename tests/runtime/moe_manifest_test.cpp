@@ -64,7 +64,7 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
     expected.insert({768, 2048, c.gemm1.swap_ab ? 1 : 0, c.block_m, c.gemm1.block_n,
-                     c.gemm1.warpgroups, c.gemm1.stages});
+                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k, c.gemm1.tiles});
     block_ms.insert(c.block_m);
   }
   CHECK(gemm1_configs == expected);
@@ -136,7 +136,7 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
     const ops::GemmTile& t = bucket.config.gemm1;
     if (t.kernel == ops::MoeGemmKernel::wgmma)
       expected.insert({768, 2048, t.swap_ab ? 1 : 0, bucket.config.block_m, t.block_n,
-                       t.warpgroups, t.stages});
+                       t.warpgroups, t.stages, t.split_k, t.tiles});
     else
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});

@@ -189,7 +189,10 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const Moe
   return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
 }
 
-constexpr auto wgmma_tile = &GemmTile::wgmma_tile;
+GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int split_k = 1,
+                    int tiles = 1) {
+  return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups, split_k, tiles);
+}
 
 // Candidate tiles for `tokens` on sm_90a: swap-AB and normal wgmma tiles for every T (the
 // crossover is measured, not assumed), plus the mma.sync tiles of part 1.
@@ -212,6 +215,25 @@ std::vector<MoeTileConfig> candidates(const MoeShape& s, int64_t tokens, const A
     add(m, wgmma_tile(64, 8, true, 1), wgmma_tile(64, 4, true, 1)); // GEMM1 packed: 2x the CTAs
     add(m, wgmma_tile(64, 8, true, 2), wgmma_tile(64, 6, true, 1));
     add(m, wgmma_tile(64, 6, true, 1), wgmma_tile(64, 6, true, 1));
+  }
+  if (per_expert <= 8) {
+    // Split-K clusters: more CTAs streaming weights when few experts are hit.
+    for (int split : {2, 4}) {
+      add(bm, wgmma_tile(128, 6, true, 1, split), wgmma_tile(64, 8, true, 1, split));
+      add(bm, wgmma_tile(128, 6, true, 1, split), wgmma_tile(64, 8, true, 1));
+      add(bm, wgmma_tile(64, 8, true, 1, split), wgmma_tile(64, 8, true, 1, split));
+      add(bm, wgmma_tile(128, 6, true, 2, split), wgmma_tile(64, 8, true, 2, split));
+      add(bm, wgmma_tile(64, 8, true, 2, split), wgmma_tile(64, 6, true, 1, split));
+    }
+    add(bm, wgmma_tile(128, 6, true, 1, 8), wgmma_tile(64, 8, true, 1, 2));
+    add(bm, wgmma_tile(64, 8, true, 1, 8), wgmma_tile(64, 8, true, 1, 4));
+  }
+  if (per_expert <= 32) {
+    // Several tiles per CTA: longer pipelines for GEMMs whose K is a few stages.
+    for (int tiles : {2, 4, 8})
+      for (const GemmTile& g1 : {wgmma_tile(128, 6, true, 1, 4), wgmma_tile(64, 8, true, 2),
+                                 wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, true, 1, 1, tiles)})
+        add(bm, g1, wgmma_tile(64, 8, true, 1, 1, tiles));
   }
   for (int wg : {1, 2}) {
     add(64 * wg, wgmma_tile(256, 4, false, wg), wgmma_tile(256, 4, false, wg)); // bf16 only
@@ -281,12 +303,16 @@ void precompile(runtime::Engine& engine, const MoeShape& s,
 int run_moe_bench(int argc, char** argv) {
   Flags flags;
   if (!parse_flags(argc, argv, 2,
-                   {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes"},
+                   {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
+                    "--tokens"},
                    {"--help", "--tune"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs() << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
-                    "[--table-out PATH]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n";
+                    "[--table-out PATH]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
+                    "                         [--tokens 1,4,...]\n"
+                    "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
+                    "             and --table, the table's other buckets are kept as they are\n";
     return 0;
   }
   auto config = must(Config::from_environment(), "config");
@@ -305,9 +331,26 @@ int run_moe_bench(int argc, char** argv) {
   }
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", flags.has("--tune") ? "fp8,bf16" : "fp8,bf16");
+  std::vector<int64_t> token_counts;
+  for (llvm::StringRef rest = flags.get("--tokens", ""); !rest.empty();) {
+    auto [word, tail] = rest.split(',');
+    rest = tail;
+    int64_t value = 0;
+    if (word.getAsInteger(10, value) ||
+        std::find(std::begin(k_tokens), std::end(k_tokens), value) == std::end(k_tokens)) {
+      llvm::errs() << "specjit-bench moe: --tokens: '" << word
+                   << "' is not one of 1,4,16,64,256,1024,4096\n";
+      return 2;
+    }
+    token_counts.push_back(value);
+  }
+  auto selected = [&](int64_t tokens) {
+    return token_counts.empty() ||
+           std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
+  };
 
   llvm::json::Array rows, crossover;
-  MoeConfigTable tuned;
+  MoeConfigTable tuned = table; // --tune --table: the shapes not run keep their entries
   llvm::outs() << fmt::format(
       "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n", "model", "dt",
       "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "floor%", "TFLOP/s", "peer_us", "x_peer",
@@ -323,20 +366,26 @@ int run_moe_bench(int argc, char** argv) {
       Setup setup = make_setup(drv, s, 4096);
       const double expert_bytes = (3.0 * s.intermediate * s.hidden) * (dtype == MoeDType::fp8 ? 1 : 2);
       MoeConfigEntry entry{s, engine.arch(), {}};
+      if (const MoeConfigEntry* base = use_table ? table.find(s, engine.arch()) : nullptr)
+        entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
       if (flags.has("--tune")) {
         std::vector<std::pair<int64_t, MoeTileConfig>> work;
         for (int64_t bucket : k_tokens)
-          for (const MoeTileConfig& c : candidates(s, bucket, engine.arch()))
-            work.push_back({bucket, c});
+          if (selected(bucket))
+            for (const MoeTileConfig& c : candidates(s, bucket, engine.arch()))
+              work.push_back({bucket, c});
         precompile(engine, s, work);
       } else if (!use_table) {
         std::vector<std::pair<int64_t, MoeTileConfig>> work;
         for (int64_t tokens : k_tokens)
-          work.push_back({tokens, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").config});
+          if (selected(tokens))
+            work.push_back({tokens, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").config});
         precompile(engine, s, work);
       }
       for (size_t i = 0; i < std::size(k_tokens); ++i) {
         const int64_t tokens = k_tokens[i];
+        if (!selected(tokens))
+          continue;
         FusedMoeTensors t = tensors(*setup.buffers, s, tokens);
         FusedMoeOptions options;
         if (use_table)
@@ -365,7 +414,12 @@ int run_moe_bench(int argc, char** argv) {
               chosen = c;
             }
           }
-          entry.buckets.push_back({tokens, chosen});
+          auto at = std::find_if(entry.buckets.begin(), entry.buckets.end(),
+                                 [&](const MoeConfigBucket& b) { return b.max_tokens >= tokens; });
+          if (at != entry.buckets.end() && at->max_tokens == tokens)
+            at->config = chosen;
+          else
+            entry.buckets.insert(at, {tokens, chosen});
           options.config = chosen;
           llvm::json::Object cross{{"model", model.name},
                                    {"dtype", moe_dtype_name(dtype)},
@@ -430,8 +484,16 @@ int run_moe_bench(int argc, char** argv) {
         }
         rows.push_back(std::move(row));
       }
-      if (flags.has("--tune"))
-        tuned.entries.push_back(std::move(entry));
+      if (flags.has("--tune")) {
+        auto same = std::find_if(tuned.entries.begin(), tuned.entries.end(),
+                                 [&](const MoeConfigEntry& e) {
+                                   return e.shape == entry.shape && e.arch == entry.arch;
+                                 });
+        if (same != tuned.entries.end())
+          *same = std::move(entry);
+        else
+          tuned.entries.push_back(std::move(entry));
+      }
     }
   }
   if (flags.has("--tune")) {
