@@ -67,8 +67,9 @@ struct FusedMoeOptions {
   const MoeConfigTable* table = nullptr;  // tuned table; nullptr: default rule
   std::optional<MoeTileConfig> config;    // forces one configuration (tuning)
   unsigned stages = moe_stage_all;
-  // wgmma GEMM2 launched as a programmatic dependent of GEMM1 (PDL): it streams its weights
-  // while GEMM1 finishes. Off: plain stream order (benchmarks compare the two).
+  // wgmma GEMM2 launched as a programmatic dependent of GEMM1 (PDL; when this call runs
+  // GEMM1): it streams its weights while GEMM1 finishes. Off: plain stream order (benchmarks
+  // compare the two).
   bool programmatic_launch = true;
 };
 
