@@ -72,9 +72,22 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   }
   const int64_t slots = tokens * s.top_k;
   const int64_t blocks = ceil_div(moe_max_padded(slots, s.experts, config.block_m), config.block_m);
-  if (blocks > k_max_grid_y)
-    return make_error(Errc::invalid_argument, "{}: {} slots need {} blocks of {} (at most {})",
+  // mma.sync GEMMs put the token blocks on grid y (at most 65535); the wgmma GEMMs' 1-D grid
+  // (x, up to 2^31 - 1) holds every (block, tile group, split) triple.
+  const bool mma_gemm = config.gemm1.kernel == MoeGemmKernel::mma ||
+                        config.gemm2.kernel == MoeGemmKernel::mma;
+  if (mma_gemm && blocks > k_max_grid_y)
+    return make_error(Errc::invalid_argument,
+                      "{}: {} slots need {} blocks of {} (at most {} with mma.sync tiles)",
                       k_op.str(), slots, blocks, config.block_m, k_max_grid_y);
+  for (const GemmTile* tile : {&config.gemm1, &config.gemm2}) {
+    const int64_t rows = tile == &config.gemm1 ? 2 * s.intermediate : s.hidden;
+    const int64_t ctas = ceil_div(blocks, 8) * 8 * (rows / tile->block_n / tile->tiles) *
+                         tile->split_k;
+    if (tile->kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
+      return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
+                        k_op.str(), slots, ctas, tile->describe(), k_max_grid_x);
+  }
 
   const MoeWorkspaceLayout l = moe_workspace_layout(s, tokens);
   const CUdeviceptr w = t.workspace.data;
@@ -105,7 +118,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (tile.kernel == MoeGemmKernel::wgmma) {
       // 1-D grid in groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh, setup).
       // A split-K cluster is split_k consecutive CTAs, one per part of K.
-      launch.grid[0] =
+      launch.grid[0] = // checked against k_max_grid_x above
           static_cast<unsigned>(ceil_div(blocks, 8) * 8 * (tiles / tile.tiles) * tile.split_k);
       launch.cluster_x = static_cast<unsigned>(tile.split_k);
       // GEMM2 is a programmatic dependent of GEMM1: it streams weights while GEMM1 ends. It

@@ -14,6 +14,7 @@ inline constexpr int k_align_threads = 1024; // kernels_src/moe/align.cu
 inline constexpr int k_max_block_m = 256;
 inline constexpr int k_min_block_m = 8; // sizes expert_ids in the workspace
 inline constexpr int64_t k_max_grid_y = 65535;
+inline constexpr int64_t k_max_grid_x = 2147483647;
 
 inline int64_t element_bytes(MoeDType dtype) { return dtype == MoeDType::fp8 ? 1 : 2; }
 inline runtime::DType tensor_dtype(MoeDType dtype) {

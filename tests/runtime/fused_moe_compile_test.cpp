@@ -287,6 +287,27 @@ TEST_CASE("split-K and multi-tile variants compile for sm_90a without spills or 
   CHECK(split_variants == 2);
 }
 
+TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {
+  // 524288 tokens x top-2 over 8 experts in blocks of 16: 65543 blocks.
+  const int64_t tokens = 524288;
+  Args args(tokens);
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  FusedMoeOptions options;
+  options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
+  ErrorSummary mma = summarize(fused_moe(engine, args.shape, args.t, options, nullptr));
+  INFO("mma message: " << mma.message);
+  CHECK(mma.code == Errc::invalid_argument);
+  CHECK(mma.message.find("blocks of 16 (at most 65535 with mma.sync tiles)") != std::string::npos);
+  // The wgmma GEMMs' 1-D grid takes them; without a device the call fails later, elsewhere.
+  options.config = MoeTileConfig{16, GemmTile::wgmma_tile(128, 4, true, 1),
+                                 GemmTile::wgmma_tile(64, 4, true, 1)};
+  ErrorSummary wgmma = summarize(fused_moe(engine, args.shape, args.t, options, nullptr));
+  INFO("message: " << wgmma.message);
+  CHECK(wgmma.message.find("blocks of") == std::string::npos);
+  CHECK(wgmma.message.find("CTAs of") == std::string::npos);
+}
+
 TEST_CASE("a tuned table overrides the default rule for its shape only") {
   const char* json = R"({"version": 1, "entries": [{"experts": 128, "intermediate": 768,
     "hidden": 2048, "top_k": 8, "dtype": "fp8", "arch": "sm_90a", "buckets": [
