@@ -202,9 +202,23 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   }
 }
 
-// FP8 GEMM1, normal orientation: the consumers convert the whole stage (weights and tokens)
-// into one f16 buffer, then every warpgroup runs its wgmmas from it. Two barriers per stage:
-// the buffer is free (every wgmma of the last stage completed), the buffer is complete.
+// One K half (64 values: chunks 4 * half .. 4 * half + 3) of e4m3 rows [rows][128 B] of `tile`
+// -> f16 [rows][128 B] at `out`, items `first`, `first + step`, ... of rows * 4 chunks.
+__device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int rows, int half,
+                                                 int first, int step) {
+  for (int item = first; item < rows * 4; item += step) {
+    const int r = item >> 2, c = 4 * half + (item & 3);
+    const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
+    moe_convert_chunk(out + r * 128, r, c, v, false);
+  }
+}
+
+// FP8 GEMM1, normal orientation: the consumers convert each stage (weights and tokens) into f16
+// one K half at a time, in two buffers (one per half), while the wgmmas of the other half run:
+// each half-step issues the MMAs of one converted half, converts the next half, waits for its
+// MMAs and meets the other consumers at one barrier (the next half is complete, this half's
+// buffer is free). The MMAs' only register operands are the accumulators, which the conversion
+// never touches, and the descriptors, which are fixed: nothing serializes the wgmmas.
 template <class G>
 __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
                                                        float (&acc)[G::k_halves][G::k_acc]) {
@@ -214,36 +228,52 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
   const int wg = tid >> 7;
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
   const unsigned t16 = w16 + 2 * G::k_bw * 128;
-#pragma unroll 1
-  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
-    const int s = kt % G::k_stages_value;
-    mbarrier_wait(b.full_bar + 8 * s, (kt / G::k_stages_value) & 1);
-    if (kt > 0)
-      named_barrier(1, G::k_consumers);
-    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-    moe_convert_tile(w_tile, w16, G::k_bw, tid, G::k_consumers, false);
-    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid, G::k_consumers, false);
+  unsigned long long a_desc[2][G::k_halves], b_desc[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
+                       a_desc[half], b_desc[half]);
+  auto convert = [&](int kt, int half) {
+    const unsigned w_tile = b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes;
+    moe_convert_half(w_tile, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
+    moe_convert_half(w_tile + G::k_w_tile_bytes, t16 + half * G::k_tok * 128, G::k_tok, half,
+                     tid, G::k_consumers);
     fence_proxy_async_shared();
-    named_barrier(1, G::k_consumers);
-    mbarrier_arrive(b.empty_bar + 8 * s); // the e4m3 stage has been read
+  };
+  auto wait_full = [&](int kt) {
+    mbarrier_wait(b.full_bar + 8 * (kt % G::k_stages_value), (kt / G::k_stages_value) & 1);
+  };
+  auto issue = [&](int kt, int half) {
     moe_fence_acc<G>(acc);
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const int half = ks >> 2;
-      unsigned long long a_desc[G::k_halves], b_desc;
-      moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
-                         a_desc, b_desc);
-      Wgmma<WgmmaType::f16, G::k_mma_n>::mma(acc[0], a_desc[0] + 2 * (ks & 3),
-                                             b_desc + 2 * (ks & 3), (kt | ks) != 0);
-    }
+    for (int ks = 0; ks < 4; ++ks)
+      Wgmma<WgmmaType::f16, G::k_mma_n>::mma(acc[0], a_desc[half][0] + 2 * ks,
+                                             b_desc[half] + 2 * ks, (kt | half | ks) != 0);
     wgmma_commit();
     moe_fence_acc<G>(acc);
+  };
+  wait_full(0);
+  convert(0, 0);
+  named_barrier(1, G::k_consumers);
+#pragma unroll 1
+  for (int kt = 0; kt < G::k_k_tiles; ++kt) {
+    issue(kt, 0);
+    convert(kt, 1);
     wgmma_wait<0>();
+    named_barrier(1, G::k_consumers);
+    mbarrier_arrive(b.empty_bar + 8 * (kt % G::k_stages_value)); // both halves converted
+    issue(kt, 1);
+    if (kt + 1 < G::k_k_tiles) {
+      wait_full(kt + 1);
+      convert(kt + 1, 0);
+    }
+    wgmma_wait<0>();
+    named_barrier(1, G::k_consumers);
   }
+  moe_fence_acc<G>(acc);
 }
 
-// The K loop of the CTA's tile number `tile_index`: pipeline steps tile_index * k_k_tiles on.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int tile_index,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
