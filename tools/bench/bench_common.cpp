@@ -10,6 +10,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 namespace specjit::bench {
@@ -94,6 +95,11 @@ bool parse_flags(int argc, char** argv, int first, const std::vector<std::string
     return false;
   }
   return true;
+}
+
+void fail(const char* what, llvm::Error err) {
+  llvm::errs() << "specjit-bench: " << what << ": " << llvm::toString(std::move(err)) << "\n";
+  std::exit(1);
 }
 
 } // namespace specjit::bench

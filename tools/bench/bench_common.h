@@ -38,6 +38,19 @@ private:
   std::string m_path;
 };
 
+// Benchmarks have nothing to recover from: an error is printed ("specjit-bench: <what>: ...")
+// and the process exits with status 1.
+[[noreturn]] void fail(const char* what, llvm::Error err);
+template <typename T> T must(llvm::Expected<T> value, const char* what) {
+  if (!value)
+    fail(what, value.takeError());
+  return std::move(*value);
+}
+inline void must(llvm::Error err, const char* what) {
+  if (err)
+    fail(what, std::move(err));
+}
+
 // Writes {"machine": ..., <fields>} to path (creating folders); prints where it went.
 bool write_report(const std::string& path, llvm::json::Object fields);
 

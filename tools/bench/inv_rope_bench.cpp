@@ -14,21 +14,6 @@ namespace specjit::bench {
 
 namespace {
 
-template <typename T> T must(llvm::Expected<T> value, const char* what) {
-  if (!value) {
-    llvm::errs() << "specjit-bench: " << what << ": " << llvm::toString(value.takeError()) << "\n";
-    std::exit(1);
-  }
-  return std::move(*value);
-}
-
-void must(llvm::Error err, const char* what) {
-  if (err) {
-    llvm::errs() << "specjit-bench: " << what << ": " << llvm::toString(std::move(err)) << "\n";
-    std::exit(1);
-  }
-}
-
 struct Problem {
   int64_t tokens, groups, heads_per_group, max_pos = 8192;
   int64_t heads() const { return groups * heads_per_group; }

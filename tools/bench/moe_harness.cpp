@@ -1,0 +1,151 @@
+#include "moe_harness.h"
+
+#include "bench_common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <set>
+#include <thread>
+
+namespace specjit::bench {
+
+using namespace specjit::ops;
+using runtime::DType;
+
+namespace {
+
+CUdeviceptr alloc(const runtime::Driver& drv, size_t bytes, uint32_t pattern) {
+  CUdeviceptr p = 0;
+  must(drv.check(drv.cuMemAlloc(&p, std::max<size_t>(bytes, 256)), "cuMemAlloc"), "alloc");
+  must(drv.check(drv.cuMemsetD32(p, pattern, std::max<size_t>(bytes, 256) / 4), "cuMemsetD32"),
+       "fill");
+  return p;
+}
+
+} // namespace
+
+FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int copy) {
+  const DType dtype = s.dtype == MoeDType::fp8 ? DType::e4m3 : DType::bf16;
+  FusedMoeTensors t;
+  t.hidden = {b.x, dtype, {tokens, s.hidden}, {}};
+  t.router_logits = {b.logits, DType::f32, {tokens, s.experts}, {}};
+  t.w13 = {b.w13[copy], dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+  t.w2 = {b.w2[copy], dtype, {s.experts, s.hidden, s.intermediate}, {}};
+  t.a1_scale = {b.scales, DType::f32, {1}, {}};
+  t.a2_scale = {b.scales, DType::f32, {1}, {}};
+  t.w13_scale = {b.scales, DType::f32, {s.experts}, {}};
+  t.w2_scale = {b.scales, DType::f32, {s.experts}, {}};
+  t.out = {b.out, DType::bf16, {tokens, s.hidden}, {}};
+  t.workspace = {
+      b.work, DType::u8, {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
+  return t;
+}
+
+// Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy
+// i % k_weight_copies.
+double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
+               const Buffers& b, int64_t tokens, const FusedMoeOptions& options, CUstream stream) {
+  const FusedMoeTensors t = tensors(b, s, tokens);
+  must(fused_moe(engine, s, t, options, stream), "warm-up");
+  CUevent start, stop;
+  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  drv.cuEventRecord(start, stream);
+  must(fused_moe(engine, s, t, options, stream), "probe");
+  drv.cuEventRecord(stop, stream);
+  drv.cuEventSynchronize(stop);
+  float probe_ms = 0;
+  drv.cuEventElapsedTime(&probe_ms, start, stop);
+  const int per_graph =
+      std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), k_weight_copies, 48);
+  must(drv.check(drv.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "capture"),
+       "capture");
+  for (int i = 0; i < per_graph; ++i)
+    must(fused_moe(engine, s, tensors(b, s, tokens, i % k_weight_copies), options, stream),
+         "launch");
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  must(drv.check(drv.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture"), "capture");
+  must(drv.check(drv.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate"), "graph");
+  drv.cuGraphDestroy(graph);
+  std::vector<double> samples;
+  for (int r = 0; r < 7; ++r) {
+    drv.cuEventRecord(start, stream);
+    must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
+    drv.cuEventRecord(stop, stream);
+    drv.cuEventSynchronize(stop);
+    float ms = 0;
+    drv.cuEventElapsedTime(&ms, start, stop);
+    samples.push_back(ms * 1000.0 / per_graph);
+  }
+  drv.cuGraphExecDestroy(exec);
+  drv.cuEventDestroy(start);
+  drv.cuEventDestroy(stop);
+  return median(samples);
+}
+
+Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_tokens) {
+  Setup setup;
+  setup.max_tokens = max_tokens;
+  setup.buffers = std::make_unique<Buffers>(Buffers{drv});
+  Buffers& b = *setup.buffers;
+  const size_t elem = s.dtype == MoeDType::fp8 ? 1 : 2;
+  // Non-zero constant data: 0x38 = 1.0 in e4m3; 0x3c00 = 2^-7 in bf16.
+  const uint32_t pattern = s.dtype == MoeDType::fp8 ? 0x38383838u : 0x3c003c00u;
+  b.x = alloc(drv, max_tokens * s.hidden * elem, pattern);
+  for (int c = 0; c < k_weight_copies; ++c) {
+    b.w13[c] = alloc(drv, s.experts * 2 * s.intermediate * s.hidden * elem, pattern);
+    b.w2[c] = alloc(drv, s.experts * s.hidden * s.intermediate * elem, pattern);
+  }
+  b.scales = alloc(drv, s.experts * 4, 0x3c000000u); // 2^-7
+  b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
+  b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
+  std::vector<float> logits(max_tokens * s.experts);
+  std::mt19937 generator(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& l : logits)
+    l = normal(generator);
+  b.logits = alloc(drv, logits.size() * 4, 0);
+  must(drv.check(drv.cuMemcpyHtoD(b.logits, logits.data(), logits.size() * 4), "upload"), "upload");
+  return setup;
+}
+
+int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,
+                         int64_t tokens) {
+  std::vector<int32_t> ids(tokens * s.top_k);
+  must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
+  must(drv.check(drv.cuMemcpyDtoH(ids.data(), b.work + moe_workspace_layout(s, tokens).topk_ids,
+                                  ids.size() * 4),
+                 "download"),
+       "download");
+  return static_cast<int64_t>(std::set<int32_t>(ids.begin(), ids.end()).size());
+}
+
+// Compiles every candidate's variants on all cores first (the engine is thread-safe).
+void precompile(runtime::Engine& engine, const MoeShape& s,
+                const std::vector<std::pair<int64_t, MoeTileConfig>>& work) {
+  std::vector<runtime::VariantRequest> requests;
+  for (const auto& [tokens, config] : work) {
+    FusedMoeOptions options;
+    options.config = config;
+    auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}), "variants");
+    requests.insert(requests.end(), list.begin(), list.end());
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < requests.size();) {
+        auto id = engine.add_kernel(requests[i].def);
+        if (id)
+          llvm::consumeError(engine.prepare(*id, requests[i].values).takeError());
+        else
+          llvm::consumeError(id.takeError());
+      }
+    });
+  for (std::thread& t : pool)
+    t.join();
+}
+
+} // namespace specjit::bench

@@ -1,0 +1,60 @@
+// The device side of `specjit-bench moe`: buffers for one shape (weights in k_weight_copies
+// copies, so successive launches never find their experts in L2), the op's tensors over them,
+// CUDA-graph timing, and parallel precompilation.
+#pragma once
+
+#include "runtime/driver.h"
+#include "runtime/engine.h"
+#include "runtime/ops/fused_moe.h"
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace specjit::bench {
+
+inline constexpr int k_weight_copies = 3;
+
+// Device buffers of one shape; freed with the object.
+struct Buffers {
+  const runtime::Driver& drv;
+  CUdeviceptr x = 0, logits = 0, scales = 0, out = 0, work = 0;
+  CUdeviceptr w13[k_weight_copies] = {}, w2[k_weight_copies] = {};
+  ~Buffers() {
+    for (CUdeviceptr p : {x, logits, scales, out, work})
+      if (p)
+        drv.cuMemFree(p);
+    for (int c = 0; c < k_weight_copies; ++c)
+      for (CUdeviceptr p : {w13[c], w2[c]})
+        if (p)
+          drv.cuMemFree(p);
+  }
+};
+
+// Buffers for up to max_tokens tokens: constant non-zero activations and weights, random
+// router logits (seed 42).
+struct Setup {
+  std::unique_ptr<Buffers> buffers;
+  int64_t max_tokens = 0;
+};
+Setup make_setup(const runtime::Driver& drv, const ops::MoeShape& s, int64_t max_tokens);
+
+// The op's tensors over `b` for `tokens` tokens, weights from copy `copy`.
+ops::FusedMoeTensors tensors(const Buffers& b, const ops::MoeShape& s, int64_t tokens,
+                             int copy = 0);
+
+// Median µs of one fused_moe call with `options`, from CUDA-graph replays of many calls that
+// rotate over the weight copies.
+double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
+               const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+               CUstream stream);
+
+// Distinct experts the last routing of `tokens` tokens chose (for the memory floor).
+int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,
+                         int64_t tokens);
+
+// Compiles the variants of every (token count, configuration) on all cores.
+void precompile(runtime::Engine& engine, const ops::MoeShape& s,
+                const std::vector<std::pair<int64_t, ops::MoeTileConfig>>& work);
+
+} // namespace specjit::bench
