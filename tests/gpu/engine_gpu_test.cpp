@@ -79,4 +79,13 @@ TEST_CASE("gpu: a launch with arguments of the wrong sizes is an error, not a fa
   llvm::Error err = engine.launch(**variant, {}, x, x, 4, wrong);
   REQUIRE(static_cast<bool>(err));
   CHECK(llvm::toString(std::move(err)).find("sizes") != std::string::npos);
+  // A cluster size that does not divide the grid is refused before the driver sees it.
+  LaunchConfig clustered;
+  clustered.grid = {3, 1, 1};
+  clustered.block = {128, 1, 1};
+  clustered.cluster_x = 2;
+  llvm::Error cluster = engine.launch(**variant, clustered, x, x, 4, 1.0f);
+  REQUIRE(static_cast<bool>(cluster));
+  CHECK(llvm::toString(std::move(cluster)).find("not a multiple of the cluster size 2") !=
+        std::string::npos);
 }
