@@ -50,6 +50,15 @@ llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t) {
                          static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes), 256);
 }
 
+// Weight rows of one GEMM: gate and up rows (GEMM1), or hidden rows (GEMM2).
+int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.intermediate : s.hidden; }
+
+// CTAs of a wgmma GEMM's 1-D grid: groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh,
+// setup) x tile groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
+int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
+  return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
+}
+
 } // namespace
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
@@ -80,13 +89,12 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     return make_error(Errc::invalid_argument,
                       "{}: {} slots need {} blocks of {} (at most {} with mma.sync tiles)",
                       k_op.str(), slots, blocks, config.block_m, k_max_grid_y);
-  for (const GemmTile* tile : {&config.gemm1, &config.gemm2}) {
-    const int64_t rows = tile == &config.gemm1 ? 2 * s.intermediate : s.hidden;
-    const int64_t ctas = ceil_div(blocks, 8) * 8 * (rows / tile->block_n / tile->tiles) *
-                         tile->split_k;
-    if (tile->kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
+  for (int gemm = 1; gemm <= 2; ++gemm) {
+    const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
+    const int64_t ctas = wgmma_ctas(blocks, gemm_rows(s, gemm), tile);
+    if (tile.kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
       return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
-                        k_op.str(), slots, ctas, tile->describe(), k_max_grid_x);
+                        k_op.str(), slots, ctas, tile.describe(), k_max_grid_x);
   }
 
   const MoeWorkspaceLayout l = moe_workspace_layout(s, tokens);
@@ -113,13 +121,10 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       continue;
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     runtime::LaunchConfig launch;
-    const int64_t rows = gemm == 1 ? 2 * s.intermediate : s.hidden;
-    const int64_t tiles = rows / tile.block_n;
+    const int64_t rows = gemm_rows(s, gemm);
     if (tile.kernel == MoeGemmKernel::wgmma) {
-      // 1-D grid in groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh, setup).
-      // A split-K cluster is split_k consecutive CTAs, one per part of K.
-      launch.grid[0] = // checked against k_max_grid_x above
-          static_cast<unsigned>(ceil_div(blocks, 8) * 8 * (tiles / tile.tiles) * tile.split_k);
+      // Checked against k_max_grid_x above. A split-K cluster is split_k consecutive CTAs.
+      launch.grid[0] = static_cast<unsigned>(wgmma_ctas(blocks, rows, tile));
       launch.cluster_x = static_cast<unsigned>(tile.split_k);
       // GEMM2 is a programmatic dependent of GEMM1: it streams weights while GEMM1 ends. It
       // reads the routing arrays at once, so only right after a GEMM1 of this call (whose CTAs
@@ -128,7 +133,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       launch.programmatic_serialization =
           options.programmatic_launch && gemm == 2 && (options.stages & moe_stage_gemm1);
     } else {
-      launch.grid[0] = static_cast<unsigned>(tiles);
+      launch.grid[0] = static_cast<unsigned>(rows / tile.block_n);
       launch.grid[1] = static_cast<unsigned>(blocks);
     }
     launch.block[0] = tile.threads();
