@@ -23,7 +23,25 @@ template <class G> __device__ __forceinline__ int moe_first_stage() {
   return G::k_swap ? static_cast<int>(threadIdx.x) >> 7 : 0;
 }
 
-template <class G> __device__ __forceinline__ void moe_fence_acc(float (&acc)[G::k_halves][G::k_acc]) {
+// Pipeline step `step` (counted over the CTA's tiles) lives in stage step % STAGES; its `full`
+// barrier completes once per round of STAGES steps.
+template <class G> __device__ __forceinline__ unsigned moe_stage(const MoeWgmmaBlock& b, int step) {
+  return b.tiles + (step % G::k_stages_value) * G::k_stage_bytes;
+}
+// Waits until step `step` has landed; returns its stage's shared address.
+template <class G>
+__device__ __forceinline__ unsigned moe_wait_stage(const MoeWgmmaBlock& b, int step) {
+  mbarrier_wait(b.full_bar + 8 * (step % G::k_stages_value), (step / G::k_stages_value) & 1);
+  return moe_stage<G>(b, step);
+}
+// This thread no longer reads step `step`'s stage (the producer may refill it).
+template <class G>
+__device__ __forceinline__ void moe_release_stage(const MoeWgmmaBlock& b, int step) {
+  mbarrier_arrive(b.empty_bar + 8 * (step % G::k_stages_value));
+}
+
+template <class G>
+__device__ __forceinline__ void moe_fence_acc(float (&acc)[G::k_halves][G::k_acc]) {
 #pragma unroll
   for (int h = 0; h < G::k_halves; ++h)
     fence_registers(acc[h]);
@@ -32,8 +50,7 @@ template <class G> __device__ __forceinline__ void moe_fence_acc(float (&acc)[G:
 // Descriptors of one stage's operands (k offset 0) for warpgroup `wg`, tiles of 128-byte rows.
 template <class G>
 __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile, int w_rows,
-                                                int wg,
-                                                unsigned long long (&a_desc)[G::k_halves],
+                                                int wg, unsigned long long (&a_desc)[G::k_halves],
                                                 unsigned long long& b_desc) {
   if constexpr (G::k_swap) {
 #pragma unroll
@@ -69,9 +86,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
   const int first = moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
-    const int s = (step0 + kt) % G::k_stages_value;
-    mbarrier_wait(b.full_bar + 8 * s, ((step0 + kt) / G::k_stages_value) & 1);
-    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
 #pragma unroll
@@ -99,10 +114,10 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
     if constexpr (k_in_flight) {
       wgmma_wait<1>();
       if (kt > 0)
-        mbarrier_arrive(b.empty_bar + 8 * ((step0 + kt - 1) % G::k_stages_value));
+        moe_release_stage<G>(b, step0 + kt - 1);
     } else {
       wgmma_wait<0>();
-      mbarrier_arrive(b.empty_bar + 8 * s);
+      moe_release_stage<G>(b, step0 + kt);
     }
   }
   wgmma_wait<0>();
@@ -133,8 +148,8 @@ __device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int 
 
 // e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out`, items
 // `first`, `first + step`, ... of rows * 8 chunks.
-__device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows,
-                                                 int first, int step, bool permuted) {
+__device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows, int first,
+                                                 int step, bool permuted) {
   for (int item = first; item < rows * 8; item += step) {
     const int r = item >> 3, c = item & 7;
     const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
@@ -157,14 +172,11 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   const int warp = (tid >> 5) & 3;
   const int lane = tid & 31;
   constexpr int k_t16_bytes = 2 * G::k_tok * 128;
-  const unsigned t16_base =
-      b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
+  const unsigned t16_base = b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
   const int first = moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
-    const int s = (step0 + kt) % G::k_stages_value;
-    mbarrier_wait(b.full_bar + 8 * s, ((step0 + kt) / G::k_stages_value) & 1);
-    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
     moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128, true);
     unsigned a[G::k_halves][8][4];
@@ -185,7 +197,7 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
     // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
     // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
     named_barrier(1 + wg, 128);
-    mbarrier_arrive(b.empty_bar + 8 * s);
+    moe_release_stage<G>(b, step0 + kt);
     moe_fence_acc<G>(acc);
     wgmma_fence();
 #pragma unroll
@@ -234,14 +246,11 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
                        a_desc[half], b_desc[half]);
   auto convert = [&](int kt, int half) {
-    const unsigned w_tile = b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes;
+    const unsigned w_tile = moe_stage<G>(b, kt);
     moe_convert_half(w_tile, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
-    moe_convert_half(w_tile + G::k_w_tile_bytes, t16 + half * G::k_tok * 128, G::k_tok, half,
-                     tid, G::k_consumers);
+    moe_convert_half(w_tile + G::k_w_tile_bytes, t16 + half * G::k_tok * 128, G::k_tok, half, tid,
+                     G::k_consumers);
     fence_proxy_async_shared();
-  };
-  auto wait_full = [&](int kt) {
-    mbarrier_wait(b.full_bar + 8 * (kt % G::k_stages_value), (kt / G::k_stages_value) & 1);
   };
   auto issue = [&](int kt, int half) {
     moe_fence_acc<G>(acc);
@@ -253,7 +262,7 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     wgmma_commit();
     moe_fence_acc<G>(acc);
   };
-  wait_full(0);
+  moe_wait_stage<G>(b, 0);
   convert(0, 0);
   named_barrier(1, G::k_consumers);
 #pragma unroll 1
@@ -262,10 +271,10 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     convert(kt, 1);
     wgmma_wait<0>();
     named_barrier(1, G::k_consumers);
-    mbarrier_arrive(b.empty_bar + 8 * (kt % G::k_stages_value)); // both halves converted
+    moe_release_stage<G>(b, kt); // both halves converted
     issue(kt, 1);
     if (kt + 1 < G::k_k_tiles) {
-      wait_full(kt + 1);
+      moe_wait_stage<G>(b, kt + 1);
       convert(kt + 1, 0);
     }
     wgmma_wait<0>();
@@ -334,8 +343,7 @@ __device__ __forceinline__ bool moe_wgmma_split_reduce(const MoeWgmmaBlock& b,
     return true;
   } else {
     constexpr int k_values = G::k_halves * G::k_acc; // per thread
-    static_assert((G::k_split_k - 1) * k_values * 128 * 4 <=
-                      G::k_stages_value * G::k_stage_bytes,
+    static_assert((G::k_split_k - 1) * k_values * 128 * 4 <= G::k_stages_value * G::k_stage_bytes,
                   "the other CTAs' partial sums fit in the stage memory");
     const int tid = static_cast<int>(threadIdx.x);
     const unsigned rank = cluster_ctarank();
