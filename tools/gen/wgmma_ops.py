@@ -14,42 +14,42 @@ TYPES = [  # (C++ name, PTX shape suffix and types, trailing immediates)
 ]
 
 
-def wrapper(n, name, ptx, immediates):
+def emit(n, head, a_param, shape, a_operands, a_inputs, immediates):
+    """One specialization: `head` names it, `a_param` is mma()'s A parameter, `a_operands` the
+    PTX text of A after the N/2 accumulators (its inputs `a_inputs`, then b and accumulate)."""
     regs = n // 2
-    lines = [f"template <> struct Wgmma<WgmmaType::{name}, {n}> {{",
-             "  __device__ __forceinline__ static void mma(float* d, unsigned long long a,",
-             "                                             unsigned long long b, int accumulate) {"]
+    pred = regs + len(a_inputs) + 1  # operand number of `accumulate`
     operands = ", ".join(f"%{i}" for i in range(regs))
-    lines.append("    asm volatile(\"{\\n.reg .pred p;\\n\"")
-    lines.append(f"                 \"setp.ne.b32 p, %{regs + 2}, 0;\\n\"")
-    lines.append(f"                 \"wgmma.mma_async.sync.aligned.m64n{n}{ptx} \"")
-    lines.append(f"                 \"{{{operands}}}, \"")
-    lines.append(f"                 \"%{regs}, %{regs + 1}, {immediates};\\n}}\\n\"")
     outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(regs))
-    lines.append(f"                 : {outs}")
-    lines.append("                 : \"l\"(a), \"l\"(b), \"r\"(accumulate));")
-    lines.append("  }")
-    lines.append("};")
-    return "\n".join(lines)
+    ins = ", ".join(a_inputs + ["\"l\"(b)", "\"r\"(accumulate)"])
+    return "\n".join([
+        f"{head} {{",
+        f"  __device__ __forceinline__ static void mma(float* d, {a_param},",
+        "                                             unsigned long long b, int accumulate) {",
+        "    asm volatile(\"{\\n.reg .pred p;\\n\"",
+        f"                 \"setp.ne.b32 p, %{pred}, 0;\\n\"",
+        f"                 \"wgmma.mma_async.sync.aligned.m64n{n}{shape} \"",
+        f"                 \"{{{operands}}}, \"",
+        f"                 \"{a_operands}, %{pred - 1}, {immediates};\\n}}\\n\"",
+        f"                 : {outs}",
+        f"                 : {ins});",
+        "  }",
+        "};"])
+
+
+def wrapper(n, name, ptx, immediates):
+    # A from a shared-memory descriptor.
+    return emit(n, f"template <> struct Wgmma<WgmmaType::{name}, {n}>", "unsigned long long a",
+                ptx, f"%{n // 2}", ["\"l\"(a)"], immediates)
 
 
 def register_a_wrapper(n):
+    # A from four f16x2 registers.
     regs = n // 2
-    lines = [f"template <> struct WgmmaRegA<{n}> {{",
-             "  __device__ __forceinline__ static void mma(float* d, const unsigned (&a)[4],",
-             "                                             unsigned long long b, int accumulate) {"]
-    operands = ", ".join(f"%{i}" for i in range(regs))
-    lines.append("    asm volatile(\"{\\n.reg .pred p;\\n\"")
-    lines.append(f"                 \"setp.ne.b32 p, %{regs + 5}, 0;\\n\"")
-    lines.append(f"                 \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 \"")
-    lines.append(f"                 \"{{{operands}}}, \"")
-    lines.append(f"                 \"{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}, %{regs + 4}, p, 1, 1, 0;\\n}}\\n\"")
-    outs = ", ".join(f"\"+f\"(d[{i}])" for i in range(regs))
-    lines.append(f"                 : {outs}")
-    lines.append("                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"(accumulate));")
-    lines.append("  }")
-    lines.append("};")
-    return "\n".join(lines)
+    a_operands = "{" + ", ".join(f"%{regs + i}" for i in range(4)) + "}"
+    return emit(n, f"template <> struct WgmmaRegA<{n}>", "const unsigned (&a)[4]",
+                "k16.f32.f16.f16", a_operands, [f"\"r\"(a[{i}])" for i in range(4)],
+                "p, 1, 1, 0")
 
 
 def main():
