@@ -1,9 +1,9 @@
 // The two grouped GEMMs of the MoE layer, on tensor cores (mma.sync), for e4m3 (W8A8 per
 // tensor) and bf16 (runtime/ops/moe_gemm.h has the contract):
 //   GEMM1  A = hidden [T, K] gathered by slot / top_k, B = w13[e] [2N, K]; epilogue
-//          silu(gate) * up, written per slot to the intermediate [T*k, N] as e4m3 (divided by
-//          the static scale a2) or bf16.
-//   GEMM2  A = intermediate [T*k, K] gathered by slot, B = w2[e] [N, K]; epilogue times the
+//          silu(gate) * up, written in sorted order (moe_intermediate_row) to the intermediate
+//          [max padded, N] as e4m3 (divided by the static scale a2) or bf16.
+//   GEMM2  A = intermediate rows of the block, B = w2[e] [N, K]; epilogue times the
 //          router weight in fp32, written per slot to slot_out [T*k, N] bf16.
 // Grid: x = N tiles, y = blocks of BLOCK_M sorted slots (launched for the worst case; blocks at
 // or past num_tokens_post_padded exit at once). FP8 scales are applied once after the K loop:
@@ -56,7 +56,7 @@ struct MoeGemm {
   const unsigned char* w;
   const int* sorted_ids;
   int num_slots;
-  int a_row_divisor; // GEMM1: top_k (slot -> token row); GEMM2: 1
+  int a_row_divisor; // GEMM1: top_k (slot -> token row); GEMM2: 0 (sorted position)
   int expert;
   int m_block;
   int n_tile;
@@ -209,8 +209,8 @@ moe_gemm1_body(const unsigned char* __restrict__ hidden, const unsigned char* __
   for (int mi = 0; mi < Gemm::k_mi; ++mi)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int slot = slot_of_row[warp_m * Gemm::k_warp_m + mi * 16 + (lane >> 2) + half * 8];
-      if (slot < 0)
+      const int row = warp_m * Gemm::k_warp_m + mi * 16 + (lane >> 2) + half * 8;
+      if (slot_of_row[row] < 0)
         continue;
 #pragma unroll
       for (int p = 0; p < Gemm::k_ni / 2; ++p) {
@@ -222,7 +222,8 @@ moe_gemm1_body(const unsigned char* __restrict__ hidden, const unsigned char* __
         const float h1 = moe_silu(g1) * u1;
         const int column = static_cast<int>(blockIdx.x) * (BLOCK_N / 2) +
                            (warp_n * (Gemm::k_ni / 2) + p) * 8 + (lane & 3) * 2;
-        const long long index = static_cast<long long>(slot) * N + column;
+        const long long index =
+            moe_intermediate_row<BLOCK_M>(static_cast<int>(blockIdx.y), row) * N + column;
         if constexpr (FP8)
           store_u16(intermediate + index,
                     static_cast<unsigned short>(e4m3x2(h0 * inverse_out, h1 * inverse_out)));
@@ -246,10 +247,10 @@ moe_gemm2_body(const unsigned char* __restrict__ intermediate, const unsigned ch
   __shared__ int slot_of_row[BLOCK_M];
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   int expert = 0;
-  if (!moe_gemm_block<BLOCK_M>(sorted_ids, expert_ids, num_tokens_post_padded, num_slots, 1,
+  if (!moe_gemm_block<BLOCK_M>(sorted_ids, expert_ids, num_tokens_post_padded, num_slots, 0,
                                a_rows, slot_of_row, expert))
     return;
-  const Gemm gemm{intermediate, w2, sorted_ids, num_slots, 1, expert,
+  const Gemm gemm{intermediate, w2, sorted_ids, num_slots, 0, expert,
                   static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), smem, a_rows};
   float acc[Gemm::k_mi][Gemm::k_ni][4] = {};
   gemm.main_loop(acc);

@@ -1,14 +1,15 @@
 // The two grouped GEMMs of the MoE layer on Hopper warp-group MMA (wgmma, sm_90a only), for
 // e4m3 (W8A8 per tensor) and bf16; same contract and epilogues as moe/gemm.cu:
 //   GEMM1  A = hidden [T, K] gathered by slot / top_k, weights w13[e] [2N, K] (gate rows, then
-//          up rows); epilogue silu(gate) * up, per slot into the intermediate [T*k, N] as e4m3
-//          (divided by the static scale a2) or bf16.
-//   GEMM2  A = intermediate [T*k, K] gathered by slot, weights w2[e] [N, K]; epilogue times the
-//          router weight in fp32, per slot into slot_out [T*k, N] bf16.
+//          up rows); epilogue silu(gate) * up, in sorted order (moe_intermediate_row) into the
+//          intermediate [max padded, N] as e4m3 (divided by the static scale a2) or bf16.
+//   GEMM2  A = the block's TOK intermediate rows, one TMA box per stage (no gather), weights
+//          w2[e] [N, K]; epilogue times the router weight in fp32, per slot into slot_out
+//          [T*k, N] bf16.
 // Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS / TILES) * SPLITK CTAs, each one (block of TOK
 // sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part of K) in grouped
 // order (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
-// (moe_wgmma_split_reduce); TILES > 1 (swap-AB): the tiles go through one pipeline; launched for
+// (moe_wgmma_split_reduce); TILES > 1: the tiles go through one pipeline; launched for
 // the worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is meant
 // to be launched programmatically after GEMM1 (see moe_wgmma_produce).
 //
@@ -114,7 +115,8 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
 // kernel's output (see the producer).
 template <class G, class Epilogue>
 __device__ __forceinline__ void
-moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const int* sorted_ids,
+moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+               const int* sorted_ids,
                const int* expert_ids, const int* num_post_padded, int num_slots, int a_row_divisor,
                int w_row_half, bool depends, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -129,7 +131,7 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const int* sorted_i
   if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    moe_wgmma_produce<G>(b, &w_map, a, a_rows, w_row_half, depends);
+    moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, depends);
     return;
   }
   const int first_tile = b.tile;
@@ -168,10 +170,10 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       inverse_out = div_rn(1.0f, a2_scale[0]);
     }
     moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-      const int slot = b.slot_of_row[token];
-      if (slot < 0)
+      if (b.slot_of_row[token] < 0)
         return;
-      const long long index = static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
+      const long long index = moe_intermediate_row<G::k_tok>(b.m_block, token) * N +
+                              tile * G::k_out_cols + column;
       if constexpr (FP8) {
         const unsigned packed = e4m3x2(v0 * inverse_out, v1 * inverse_out);
         if (pair)
@@ -187,13 +189,13 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       }
     });
   };
-  moe_wgmma_main<G>(w13_map, hidden, sorted_ids, expert_ids, num_post_padded, num_slots, top_k, N,
-                    false, epilogue);
+  moe_wgmma_main<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
+                    top_k, N, false, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
-moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ intermediate,
+moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a2_scale,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
@@ -219,15 +221,16 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
         store_u16(out, static_cast<unsigned short>(packed));
     });
   };
-  moe_wgmma_main<G>(w2_map, intermediate, sorted_ids, expert_ids, num_post_padded, num_slots, 1, 0,
-                    true, epilogue);
+  moe_wgmma_main<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
+                    num_slots, 0, 0, true, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS + 32 threads; dynamic
-// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 more for the f16 tiles (normal:
+// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 tiles (normal:
 // 2 * (BW + TOK) * 128, swap-AB: 4 * WGS * TOK * 128), and 1024 bytes of alignment slack. The
 // weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
-// (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle.
+// (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle. GEMM2's intermediate map:
+// {K bytes, max padded rows, 1} in boxes of {128, TOK, 1}, 128-byte swizzle.
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
   const __grid_constant__ TmaDesc w13_map, const unsigned char *__restrict__ hidden,               \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
@@ -238,14 +241,14 @@ moe_wgmma2_body(const TmaDesc& w2_map, const unsigned char* __restrict__ interme
   w13_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale, a2_scale,         \
       intermediate, num_tokens, top_k
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
-  const __grid_constant__ TmaDesc w2_map, const unsigned char *__restrict__ intermediate,          \
+  const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,       \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
       unsigned short *__restrict__ slot_out, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
-  w2_map, intermediate, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale, topk_weights, \
-      slot_out, num_tokens, top_k
+  w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,         \
+      topk_weights, slot_out, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {

@@ -35,7 +35,9 @@ __device__ __forceinline__ int shfl_idx_i32(int value, int lane) {
 __device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
 
 // The rows of block m_block of BLOCK_M sorted slots, filled by the whole CTA: slot_of_row[r] (-1
-// for padding) and a_rows[r] = slot / a_row_divisor (GEMM1: the slot's token; GEMM2: the slot).
+// for padding) and a_rows[r], the row of A: slot / a_row_divisor (GEMM1: the slot's token), or
+// with a_row_divisor 0 the row's sorted position (GEMM2: GEMM1 writes the intermediate in sorted
+// order, see moe_intermediate_row).
 template <int BLOCK_M>
 __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_block, int num_slots,
                                                int a_row_divisor, int* a_rows, int* slot_of_row) {
@@ -43,8 +45,15 @@ __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_bloc
     const int slot = sorted_ids[m_block * BLOCK_M + r];
     const bool valid = slot >= 0 && slot < num_slots;
     slot_of_row[r] = valid ? slot : -1;
-    a_rows[r] = valid ? slot / a_row_divisor : -1;
+    a_rows[r] = !valid ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
   }
+}
+
+// The intermediate [max padded, I] is stored in the sorted (padded) order of the slots: row r of
+// token block m_block lives at row m_block * BLOCK_M + r, so GEMM2 reads its A tile as one
+// contiguous box (TMA) instead of gathering rows by slot. Padding rows are never written.
+template <int BLOCK_M> __device__ __forceinline__ long long moe_intermediate_row(int m_block, int r) {
+  return static_cast<long long>(m_block) * BLOCK_M + r;
 }
 
 // atomicAdd on a shared int; returns the old value.

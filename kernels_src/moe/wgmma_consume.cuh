@@ -121,6 +121,8 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
     }
   }
   wgmma_wait<0>();
+  if constexpr (k_in_flight) // the last stage, for the CTA's next tile
+    moe_release_stage<G>(b, step0 + G::k_k_tiles - 1);
   moe_fence_acc<G>(acc);
 }
 
@@ -232,10 +234,9 @@ __device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, in
 // buffer is free). The MMAs' only register operands are the accumulators, which the conversion
 // never touches, and the descriptors, which are fixed: nothing serializes the wgmmas.
 template <class G>
-__device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
+__device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b, int step0,
                                                        float (&acc)[G::k_halves][G::k_acc]) {
   static_assert(!G::k_swap, "swap-AB converts in registers");
-  static_assert(G::k_tiles_per_cta == 1, "one tile per CTA");
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
@@ -246,7 +247,7 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
                        a_desc[half], b_desc[half]);
   auto convert = [&](int kt, int half) {
-    const unsigned w_tile = moe_stage<G>(b, kt);
+    const unsigned w_tile = moe_stage<G>(b, step0 + kt);
     moe_convert_half(w_tile, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
     moe_convert_half(w_tile + G::k_w_tile_bytes, t16 + half * G::k_tok * 128, G::k_tok, half, tid,
                      G::k_consumers);
@@ -262,7 +263,7 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     wgmma_commit();
     moe_fence_acc<G>(acc);
   };
-  moe_wait_stage<G>(b, 0);
+  moe_wait_stage<G>(b, step0);
   convert(0, 0);
   named_barrier(1, G::k_consumers);
 #pragma unroll 1
@@ -271,10 +272,10 @@ __device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b,
     convert(kt, 1);
     wgmma_wait<0>();
     named_barrier(1, G::k_consumers);
-    moe_release_stage<G>(b, kt); // both halves converted
+    moe_release_stage<G>(b, step0 + kt); // both halves converted
     issue(kt, 1);
     if (kt + 1 < G::k_k_tiles) {
-      moe_wait_stage<G>(b, kt + 1);
+      moe_wait_stage<G>(b, step0 + kt + 1);
       convert(kt + 1, 0);
     }
     wgmma_wait<0>();
@@ -294,7 +295,7 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int ti
   else if constexpr (G::k_swap)
     moe_consume_f16_regs<G>(b, step0, acc);
   else
-    moe_consume_f16_shared<G>(b, acc);
+    moe_consume_f16_shared<G>(b, step0, acc);
 }
 
 // Swap-AB with K split across warpgroups: warpgroup 1 hands its partial sums to warpgroup 0

@@ -1,10 +1,11 @@
 // The machinery of the wgmma MoE GEMMs (moe/gemm_wgmma.cu): tile traits, CTA setup and the
 // producer warp. Pipeline: STAGES deep, 128 bytes of K per stage. The producer warp loads the
 // weight tile with TMA (128-byte swizzle; completes the stage's `full` mbarrier by transaction
-// count) and gathers the token rows by index with cp.async into the same swizzled layout; it
-// signals those LAG = STAGES - 2 stages later (wait_group, proxy fence, arrive), which keeps it
-// streaming while consumers may hold one wgmma group in flight. Consumers arrive on `empty`
-// once nothing reads the stage any more.
+// count). GEMM1 gathers the token rows by index with cp.async into the same swizzled layout and
+// signals them LAG = STAGES - 2 stages later (wait_group, proxy fence, arrive), which keeps it
+// streaming while consumers may hold one wgmma group in flight; GEMM2's token rows are
+// contiguous (the intermediate is in sorted order), one more TMA box on the same barrier.
+// Consumers arrive on `empty` once nothing reads the stage any more.
 #pragma once
 
 #include "common/fp8.cuh"
@@ -38,17 +39,27 @@ struct MoeWgmma {
   static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
   static constexpr int k_lag = STAGES - 2;
+  // GEMM2 loads its token rows with TMA (no gather): the stage's only arrival is the producer's.
+  static constexpr bool k_a_tma = !GATED;
+  static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + 32;
   // Weight tiles per CTA, one after the other through one continuous pipeline (the next tile's
-  // weights stream in while the consumers write this tile's outputs): fewer, longer CTAs for
-  // GEMMs whose K is a few stages only.
+  // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
+  // CTAs for GEMMs whose K is a few stages only, and (normal orientation) one CTA setup and
+  // pipeline fill for several tiles of the same token block.
   static constexpr int k_tiles_per_cta = TILES;
   static constexpr int k_steps = k_k_tiles * TILES; // pipeline stages a CTA streams
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
   static_assert(SPLITK == 1 || SWAP, "split-K: swap-AB only");
   static_assert(k_k_tiles >= WGS, "a stage for every warpgroup");
-  static_assert(TILES == 1 || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
-                "several tiles per CTA: swap-AB, one warpgroup, no split-K, not packed");
+  // Swap-AB with K split across two warpgroups: warpgroup w takes the steps of parity w, so with
+  // an even number of stages every stage belongs to one warpgroup, which waits for its uses in
+  // order. With an odd number, a warpgroup could wait on a stage whose previous use (the other
+  // warpgroup's) has not landed yet, and its one-bit phase parity would match the use before.
+  static_assert(!SWAP || WGS == 1 || STAGES % 2 == 0,
+                "swap-AB with two warpgroups: an even number of stages");
+  static_assert(TILES == 1 || !SWAP || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
+                "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
   static_assert((N / k_out_cols) % TILES == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
@@ -64,6 +75,7 @@ struct MoeWgmma {
 // Everything one CTA needs, set up before the main loop.
 struct MoeWgmmaBlock {
   int tile;            // weight tile (k_out_cols output columns) being computed
+  int m_block;         // token block (TOK sorted slots)
   int expert;
   int k_tile0;         // first 128-byte stage of K of this CTA (split-K)
   unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
@@ -105,6 +117,7 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   b.tile = in_group / k_group_blocks * G::k_tiles_per_cta; // the first of the CTA's tiles
   if (m_block * G::k_tok >= *num_post_padded)
     return false;
+  b.m_block = m_block;
   b.expert = expert_ids[m_block];
   b.tiles = (shared_address(smem) + 1023) & ~1023u;
   b.tiles_generic = smem + (b.tiles - shared_address(smem));
@@ -113,7 +126,7 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   moe_block_rows<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
   if (threadIdx.x == 0) {
     for (int s = 0; s < G::k_stages_value; ++s) {
-      mbarrier_init(b.full_bar + 8 * s, 1 + 32);
+      mbarrier_init(b.full_bar + 8 * s, G::k_full_arrivals);
       mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
     }
     mbarrier_init_fence();
@@ -123,12 +136,14 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 }
 
 // The producer warp. `depends` (GEMM2): the token rows are the previous kernel's output, so the
-// first stages' weights are requested before griddepcontrol.wait and the gathers after it;
-// under a programmatic launch the weight stream overlaps the end of GEMM1.
+// first stages' weights are requested before griddepcontrol.wait and the token rows after it;
+// under a programmatic launch the weight stream overlaps the end of GEMM1. Token rows: GEMM1
+// gathers them from `a` by a_rows; GEMM2 loads the block's rows of `a_map` with TMA.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
-                                                  const unsigned char* a, const int* a_rows,
-                                                  int w_row_half, bool depends) {
+                                                  const unsigned char* a, const TmaDesc* a_map,
+                                                  const int* a_rows, int w_row_half,
+                                                  bool depends) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto load_weights = [&](int kt) {
@@ -137,7 +152,11 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
     mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
     if (lane == 0) {
       const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-      mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
+      // With TMA token rows the producer arrives once they are requested too (load_tokens).
+      if constexpr (G::k_a_tma)
+        mbarrier_expect_tx(full, G::k_w_tile_bytes);
+      else
+        mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
       const int k_byte = (b.k_tile0 + kt % G::k_k_tiles) * 128;
       const int w_row0 = (b.tile + kt / G::k_k_tiles) * G::k_out_cols;
       tma_load_3d(w_tile, w_map, full, k_byte, w_row0, b.expert);
@@ -159,6 +178,15 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
       load_weights(kt);
     const unsigned t_tile =
         b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
+    if constexpr (G::k_a_tma) {
+      if (lane == 0) {
+        const unsigned full = b.full_bar + 8 * (kt % G::k_stages_value);
+        mbarrier_arrive_expect_tx(full, G::k_tok * 128);
+        tma_load_3d(t_tile, a_map, full, (b.k_tile0 + kt % G::k_k_tiles) * 128,
+                    b.m_block * G::k_tok, 0);
+      }
+      continue;
+    }
 #pragma unroll
     for (int c = lane; c < G::k_tok * 8; c += 32) {
       const int r = c >> 3, chunk = c & 7;
@@ -174,6 +202,8 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
       mbarrier_arrive(b.full_bar + 8 * ((kt - G::k_lag) % G::k_stages_value));
     }
   }
+  if constexpr (G::k_a_tma)
+    return;
   cp_async_wait<0>();
   fence_proxy_async_shared();
   const int first = G::k_steps > G::k_lag ? G::k_steps - G::k_lag : 0;

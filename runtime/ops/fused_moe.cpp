@@ -137,7 +137,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       launch.grid[1] = static_cast<unsigned>(blocks);
     }
     launch.block[0] = tile.threads();
-    launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype);
+    launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype, gemm);
     launch.stream = stream;
     const auto values = gemm_values(s, gemm, config.block_m, tile, tokens);
     const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
@@ -154,12 +154,21 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           {128, box_rows, 1});
       if (!map)
         return map.takeError();
-      err = gemm == 1 ? launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted,
-                                       expert_ids, npp, t.a1_scale.data, t.w13_scale.data,
-                                       t.a2_scale.data, inter, n_tokens, top_k)
-                      : launch_variant(engine, index, values, launch, *map, inter, sorted,
-                                       expert_ids, npp, t.a2_scale.data, t.w2_scale.data,
-                                       topk_weights, slot_out, n_tokens, top_k);
+      if (gemm == 1) {
+        err = launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted,
+                             expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
+                             inter, n_tokens, top_k);
+      } else {
+        // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
+        auto inter_map = runtime::tensor_map_u8_3d(
+            inter, {static_cast<uint64_t>(k_bytes), static_cast<uint64_t>(l.max_padded), 1},
+            {128, static_cast<uint32_t>(config.block_m), 1});
+        if (!inter_map)
+          return inter_map.takeError();
+        err = launch_variant(engine, index, values, launch, *map, *inter_map, sorted, expert_ids,
+                             npp, t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out,
+                             n_tokens, top_k);
+      }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,
                                        sorted, expert_ids, npp, t.a1_scale.data,

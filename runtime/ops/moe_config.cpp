@@ -53,6 +53,9 @@ std::string swap_ab_rule(const GemmTile& t, const TileUse& u) {
     return "swap-AB needs block_m in 8, 16, 32, 64, 128, 256";
   if (!is_pow2_in(t.split_k, 1, 8))
     return "split_k must be 1, 2, 4 or 8";
+  // Each warpgroup keeps its own stages (kernels_src/moe/wgmma_pipeline.cuh).
+  if (t.warpgroups == 2 && t.stages % 2 != 0)
+    return "swap-AB with 2 warpgroups needs an even number of stages";
   if (!is_pow2_in(t.tiles, 1, 8))
     return "tiles must be 1, 2, 4 or 8";
   if (t.tiles > 1 && (t.warpgroups != 1 || t.split_k != 1 || (u.gated && t.block_n == 64)))
@@ -85,13 +88,19 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return "wgmma needs at least 3 pipeline stages";
   if (t.swap_ab)
     return swap_ab_rule(t, u);
-  if (t.split_k != 1 || t.tiles != 1)
-    return "split_k and tiles need the swap-AB orientation";
+  if (t.split_k != 1)
+    return "split_k needs the swap-AB orientation";
   if (u.block_m != 64 * t.warpgroups)
     return fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
                        64 * t.warpgroups);
   if (!is_pow2_in(t.block_n, 64, 256))
     return "block_n must be 64, 128 or 256";
+  if (!is_pow2_in(t.tiles, 1, 16))
+    return "tiles must be 1, 2, 4, 8 or 16";
+  const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
+  if (u.out_columns % (per_tile * t.tiles) != 0)
+    return fmt::format("{} output columns are not a multiple of {} tiles of {}", u.out_columns,
+                       t.tiles, per_tile);
   return "";
 }
 
@@ -117,7 +126,8 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
   if (why.empty() &&
-      moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16) > k_max_shared)
+      moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
+                            u.gated ? 1 : 2) > k_max_shared)
     why = "more than 227 KiB of shared memory";
   if (why.empty())
     return llvm::Error::success();
@@ -163,13 +173,13 @@ std::string MoeTileConfig::describe() const {
   return fmt::format("m{} g1[{}] g2[{}]", block_m, gemm1.describe(), gemm2.describe());
 }
 
-unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype) {
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
   const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
   const unsigned rows = static_cast<unsigned>(block_m + tile.block_n);
   unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
   if (wgmma) {
     dynamic += 1024;            // room to align the tiles to 1024 bytes
-    if (dtype == MoeDType::fp8) // the f16 tiles (kernels_src/moe/gemm_wgmma.cu)
+    if (dtype == MoeDType::fp8 && gemm == 1) // the f16 tiles (kernels_src/moe/wgmma_consume.cuh)
       dynamic +=
           tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes : 2 * rows * k_row_bytes;
   }

@@ -52,7 +52,8 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   take(l.sorted_ids, l.max_padded * 4);
   take(l.expert_ids, ceil_div(l.max_padded, k_min_block_m) * 4);
   take(l.num_post_padded, 4);
-  take(l.intermediate, slots * s.intermediate * element_bytes(s.dtype));
+  // In sorted (padded) order: GEMM2 reads each token block's rows as one box.
+  take(l.intermediate, l.max_padded * s.intermediate * element_bytes(s.dtype));
   take(l.slot_out, slots * s.hidden * 2);
   l.bytes = at;
   return l;

@@ -114,11 +114,17 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 16 ? 2 : 1;
     c.gemm1.block_n = tokens <= 3 || tokens == 64 ? 64 : 128; // packed gate/up, or two MMAs
     c.gemm2.block_n = 64;
+    if (c.gemm2.warpgroups == 2) // each warpgroup keeps its own stages: an even number
+      c.gemm2.stages = 6;
   } else {
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 64 ? 1 : 2;
     c.block_m = 64 * c.gemm1.warpgroups;
     c.gemm1.block_n = s.dtype == MoeDType::fp8 ? 128 : 256;
     c.gemm2.block_n = 128;
+    if (tokens == 16 || tokens == 200 || tokens == 1024) { // several tiles per CTA
+      c.gemm1.tiles = s.dtype == MoeDType::fp8 ? 4 : 2;    // Qwen3 and DeepSeek: whole groups
+      c.gemm2.tiles = 8;
+    }
   }
   return c;
 }

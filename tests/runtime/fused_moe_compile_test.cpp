@@ -187,6 +187,12 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   CHECK(swap.message.find("swap-AB needs block_n = 128 or 64") != std::string::npos);
   bad.gemm1.block_n = 64; // packed: 32 gate over 32 up rows
   CHECK(!check_moe_config(shape, bad, sm90a));
+  bad.gemm1.warpgroups = 2; // K split across warpgroups: each keeps its own stages
+  bad.gemm1.stages = 5;
+  CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("2 warpgroups needs an even") !=
+        std::string::npos);
+  bad.gemm1.stages = 6;
+  CHECK(!check_moe_config(shape, bad, sm90a));
   bad = small;
   bad.block_m = 24;
   CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("block_m in 8") !=
@@ -199,10 +205,15 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   bad.gemm2.stages = 2;
   CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("at least 3") !=
         std::string::npos);
-  // Shared memory: the stages, their f16 copy (FP8) and 1024 bytes to align the tiles.
-  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::bf16) == (8u + 64) * 128 * 8 + 1024);
-  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8) ==
+  // Shared memory: the stages, their f16 copy (FP8 GEMM1 only) and 1024 bytes to align the
+  // tiles.
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::bf16, 2) == (8u + 64) * 128 * 8 + 1024);
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 1) ==
         (8u + 64) * 128 * 8 + 4 * 8 * 128 + 1024);
+  CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 2) == (8u + 64) * 128 * 8 + 1024);
+  const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 2);
+  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) == (128u + 128) * 128 * (4 + 2) + 1024);
+  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) == (128u + 128) * 128 * 4 + 1024);
 }
 
 TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials that fit") {
@@ -230,8 +241,18 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad = c;
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
   bad.block_m = 128;
-  CHECK(refused(qwen, bad).find("split_k and tiles need the swap-AB orientation") !=
+  CHECK(refused(qwen, bad).find("split_k needs the swap-AB orientation") != std::string::npos);
+  // The normal orientation takes several tiles per CTA (up to 16), whole tiles of its outputs.
+  bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4); // 768 = 3 x 4 x 64
+  bad.gemm2 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 16); // 2048 = 16 x 128
+  CHECK(!check_moe_config(qwen, bad, sm90a));
+  CHECK(bad.describe() == "m128 g1[wgmma n128 g2 s4 t4] g2[wgmma n128 g2 s4 t16]");
+  bad.gemm1.tiles = 8;
+  CHECK(refused(qwen, bad).find("768 output columns are not a multiple of 8 tiles of 64") !=
         std::string::npos);
+  bad.gemm1.tiles = 1;
+  bad.gemm2.tiles = 32;
+  CHECK(refused(qwen, bad).find("tiles must be 1, 2, 4, 8 or 16") != std::string::npos);
   bad = c;
   bad.block_m = 64; // 7 x 2 x 64 x 64 x 4 bytes of partials > 3 stages of 192 rows
   bad.gemm1 = GemmTile::wgmma_tile(128, 3, true, 1, 8);
@@ -264,27 +285,34 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
 TEST_CASE("split-K and multi-tile variants compile for sm_90a without spills or serialized wgmma") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  FusedMoeOptions options;
-  options.config = MoeTileConfig{8, GemmTile::wgmma_tile(64, 8, true, 2, 2),
-                                 GemmTile::wgmma_tile(64, 8, true, 1, 1, 4)};
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  auto requests = fused_moe_variants(qwen, options, Arch{9, 0, true}, {1});
-  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
-  int split_variants = 0;
-  for (const VariantRequest& request : *requests) {
-    auto id = engine.add_kernel(request.def);
-    REQUIRE(static_cast<bool>(id));
-    auto variant = engine.prepare(*id, request.values);
-    REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
-    if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
-      continue;
-    ++split_variants;
-    INFO((*variant)->name_expression);
-    CHECK((*variant)->spill_bytes == 0);
-    for (const std::string& warning : (*variant)->warnings)
-      CHECK(warning.find("C75") == std::string::npos);
+  // Swap-AB split-K and tiles; normal-orientation tiles (FP8 GEMM1's half-step conversion,
+  // GEMM2's e4m3 K loop).
+  for (const MoeTileConfig& config :
+       {MoeTileConfig{8, GemmTile::wgmma_tile(64, 8, true, 2, 2),
+                      GemmTile::wgmma_tile(64, 8, true, 1, 1, 4)},
+        MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2, 1, 4),
+                      GemmTile::wgmma_tile(128, 6, false, 2, 1, 8)}}) {
+    FusedMoeOptions options;
+    options.config = config;
+    auto requests = fused_moe_variants(qwen, options, Arch{9, 0, true}, {1});
+    REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+    int wgmma_variants = 0;
+    for (const VariantRequest& request : *requests) {
+      auto id = engine.add_kernel(request.def);
+      REQUIRE(static_cast<bool>(id));
+      auto variant = engine.prepare(*id, request.values);
+      REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+      if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
+        continue;
+      ++wgmma_variants;
+      INFO((*variant)->name_expression);
+      CHECK((*variant)->spill_bytes == 0);
+      for (const std::string& warning : (*variant)->warnings)
+        CHECK(warning.find("C75") == std::string::npos);
+    }
+    CHECK(wgmma_variants == 2);
   }
-  CHECK(split_variants == 2);
 }
 
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {
@@ -384,7 +412,9 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
 
 TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for the opt-in") {
   // (32 + 64) rows x 128 bytes x 4 stages = 48 KiB exactly, plus 256 bytes of static indices.
-  CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}, MoeDType::fp8) > 48u * 1024);
-  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8) == (16u + 64) * 128 * 4);
-  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16) == (64u + 128) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}, MoeDType::fp8, 1) > 48u * 1024);
+  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8, 1) ==
+        (16u + 64) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16, 2) ==
+        (64u + 128) * 128 * 4);
 }

@@ -62,6 +62,19 @@ std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, con
     add(64 * wg, wgmma_tile(128, 4, false, wg), wgmma_tile(128, 6, false, wg));
     add(64 * wg, wgmma_tile(64, 6, false, wg), wgmma_tile(128, 4, false, wg));
   }
+  if (per_expert >= 32) {
+    // Normal orientation, several tiles per CTA: one setup and pipeline fill for several
+    // weight tiles of a token block, the next tile streaming in under this one's epilogue.
+    for (int wg : {1, 2}) {
+      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 2), wgmma_tile(128, 6, false, wg, 1, 8));
+      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
+      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 4, false, wg, 1, 8));
+      add(64 * wg, wgmma_tile(128, 4, false, wg), wgmma_tile(128, 6, false, wg, 1, 4));
+    }
+    // Swap-AB GEMM1 with a normal-orientation GEMM2 over 64-token blocks.
+    add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 8));
+    add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 16));
+  }
   if (per_expert <= 16) {
     add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
     add(16, {32, 1, 2, 6}, {32, 1, 2, 6});
