@@ -225,7 +225,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                     num_slots, 0, 0, true, epilogue);
 }
 
-// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS + 32 threads; dynamic
+// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
+// warps (normal GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic
 // shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 tiles (normal:
 // 2 * (BW + TOK) * 128, swap-AB: 4 * WGS * TOK * 128), and 1024 bytes of alignment slack. The
 // weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
@@ -251,13 +252,15 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       topk_weights, slot_out, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
+__global__ void __launch_bounds__(WGS * 128 + (SWAP ? 32 : 128), 1)
+    moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
   moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
+__global__ void __launch_bounds__(WGS * 128 + (SWAP ? 32 : 128), 1)
+    moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
   moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }

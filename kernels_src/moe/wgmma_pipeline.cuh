@@ -1,5 +1,5 @@
 // The machinery of the wgmma MoE GEMMs (moe/gemm_wgmma.cu): tile traits, CTA setup and the
-// producer warp. Pipeline: STAGES deep, 128 bytes of K per stage. The producer warp loads the
+// producer warps. Pipeline: STAGES deep, 128 bytes of K per stage. The producer loads the
 // weight tile with TMA (128-byte swizzle; completes the stage's `full` mbarrier by transaction
 // count). GEMM1 gathers the token rows by index with cp.async into the same swizzled layout and
 // signals them LAG = STAGES - 2 stages later (wait_group, proxy fence, arrive), which keeps it
@@ -23,7 +23,12 @@ struct MoeWgmma {
   static constexpr int k_split_k = SPLITK;
   static constexpr int k_k_tiles = k_k_bytes / 128 / SPLITK;
   static constexpr int k_consumers = 128 * WGS;
-  static constexpr int k_threads = k_consumers + 32;
+  // Producer warps: the normal orientation's GEMM1 gathers 64 * WGS token rows per stage (eight
+  // 16-byte cp.async per row), too many instructions for one warp to keep up with the tensor
+  // cores; four warps share them. Everything else has one (GEMM2 gathers nothing).
+  static constexpr int k_producer_warps = GATED && !SWAP ? 4 : 1;
+  static constexpr int k_producers = 32 * k_producer_warps;
+  static constexpr int k_threads = k_consumers + k_producers;
   static constexpr int k_w_tile_bytes = BW * 128;
   static constexpr int k_stage_bytes = (BW + TOK) * 128;
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
@@ -41,7 +46,7 @@ struct MoeWgmma {
   static constexpr int k_lag = STAGES - 2;
   // GEMM2 loads its token rows with TMA (no gather): the stage's only arrival is the producer's.
   static constexpr bool k_a_tma = !GATED;
-  static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + 32;
+  static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + k_producers;
   // Weight tiles per CTA, one after the other through one continuous pipeline (the next tile's
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
   // CTAs for GEMMs whose K is a few stages only, and (normal orientation) one CTA setup and
@@ -135,7 +140,7 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   return true;
 }
 
-// The producer warp. `depends` (GEMM2): the token rows are the previous kernel's output, so the
+// The producer warps (k_producers threads; thread 0 issues the TMA loads). `depends` (GEMM2): the token rows are the previous kernel's output, so the
 // first stages' weights are requested before griddepcontrol.wait and the token rows after it;
 // under a programmatic launch the weight stream overlaps the end of GEMM1. Token rows: GEMM1
 // gathers them from `a` by a_rows; GEMM2 loads the block's rows of `a_map` with TMA.
@@ -144,15 +149,15 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
                                                   const unsigned char* a, const TmaDesc* a_map,
                                                   const int* a_rows, int w_row_half,
                                                   bool depends) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int producer = static_cast<int>(threadIdx.x) - G::k_consumers; // 0 .. k_producers - 1
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto load_weights = [&](int kt) {
     const int s = kt % G::k_stages_value;
     const unsigned full = b.full_bar + 8 * s;
     mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
-    if (lane == 0) {
+    if (producer == 0) {
       const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-      // With TMA token rows the producer arrives once they are requested too (load_tokens).
+      // With TMA token rows the producer arrives once those are requested too (below).
       if constexpr (G::k_a_tma)
         mbarrier_expect_tx(full, G::k_w_tile_bytes);
       else
@@ -179,7 +184,7 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
     const unsigned t_tile =
         b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
     if constexpr (G::k_a_tma) {
-      if (lane == 0) {
+      if (producer == 0) {
         const unsigned full = b.full_bar + 8 * (kt % G::k_stages_value);
         mbarrier_arrive_expect_tx(full, G::k_tok * 128);
         tma_load_3d(t_tile, a_map, full, (b.k_tile0 + kt % G::k_k_tiles) * 128,
@@ -188,7 +193,7 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
       continue;
     }
 #pragma unroll
-    for (int c = lane; c < G::k_tok * 8; c += 32) {
+    for (int c = producer; c < G::k_tok * 8; c += G::k_producers) {
       const int r = c >> 3, chunk = c & 7;
       const int row = a_rows[r];
       const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes +

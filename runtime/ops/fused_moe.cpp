@@ -136,7 +136,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       launch.grid[0] = static_cast<unsigned>(rows / tile.block_n);
       launch.grid[1] = static_cast<unsigned>(blocks);
     }
-    launch.block[0] = tile.threads();
+    launch.block[0] = tile.threads(gemm);
     launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype, gemm);
     launch.stream = stream;
     const auto values = gemm_values(s, gemm, config.block_m, tile, tokens);

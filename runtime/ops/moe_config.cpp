@@ -164,8 +164,9 @@ std::string GemmTile::describe() const {
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 
-unsigned GemmTile::threads() const {
-  return kernel == MoeGemmKernel::wgmma ? static_cast<unsigned>(128 * warpgroups + 32)
+unsigned GemmTile::threads(int gemm) const {
+  const int producer_warps = gemm == 1 && !swap_ab ? 4 : 1; // kernels_src/moe/wgmma_pipeline.cuh
+  return kernel == MoeGemmKernel::wgmma ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
                                         : static_cast<unsigned>(32 * warps_m * warps_n);
 }
 

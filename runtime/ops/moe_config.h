@@ -78,7 +78,10 @@ struct GemmTile {
                              int split_k = 1, int tiles = 1);
 
   std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4"
-  unsigned threads() const;     // per CTA
+  // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
+  // warps: four for the normal orientation's GEMM1 (it gathers 64 token rows per warpgroup and
+  // stage), one otherwise.
+  unsigned threads(int gemm) const;
 };
 
 struct MoeTileConfig {

@@ -225,7 +225,9 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   CHECK(!check_moe_config(qwen, c, sm90a));
   CHECK(!check_moe_config(deepseek, c, sm90a));
   CHECK(c.describe() == "m8 g1[wgmma-swap n128 g1 s6 k4] g2[wgmma-swap n64 g1 s8 k2]");
-  CHECK(c.gemm1.threads() == 160u);
+  CHECK(c.gemm1.threads(1) == 160u);
+  CHECK(GemmTile::wgmma_tile(128, 4, false, 2).threads(1) == 384u); // four producer warps
+  CHECK(GemmTile::wgmma_tile(128, 4, false, 2).threads(2) == 288u);
   auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
     return summarize(check_moe_config(shape, config, sm90a)).message;
   };
