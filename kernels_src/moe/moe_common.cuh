@@ -51,7 +51,9 @@ __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_bloc
 
 // The intermediate [max padded, I] is stored in the sorted (padded) order of the slots: row r of
 // token block m_block lives at row m_block * BLOCK_M + r, so GEMM2 reads its A tile as one
-// contiguous box (TMA) instead of gathering rows by slot. Padding rows are never written.
+// contiguous box (TMA) instead of gathering rows by slot. Padding rows are never written; the
+// wgmma GEMM2 loads them with the box, and their products land only in padding outputs, which
+// its epilogue skips.
 template <int BLOCK_M> __device__ __forceinline__ long long moe_intermediate_row(int m_block, int r) {
   return static_cast<long long>(m_block) * BLOCK_M + r;
 }
