@@ -54,7 +54,8 @@ __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_bloc
 // contiguous box (TMA) instead of gathering rows by slot. Padding rows are never written; the
 // wgmma GEMM2 loads them with the box, and their products land only in padding outputs, which
 // its epilogue skips.
-template <int BLOCK_M> __device__ __forceinline__ long long moe_intermediate_row(int m_block, int r) {
+template <int BLOCK_M>
+__device__ __forceinline__ long long moe_intermediate_row(int m_block, int r) {
   return static_cast<long long>(m_block) * BLOCK_M + r;
 }
 

@@ -140,10 +140,11 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   return true;
 }
 
-// The producer warps (k_producers threads; thread 0 issues the TMA loads). `depends` (GEMM2): the token rows are the previous kernel's output, so the
-// first stages' weights are requested before griddepcontrol.wait and the token rows after it;
-// under a programmatic launch the weight stream overlaps the end of GEMM1. Token rows: GEMM1
-// gathers them from `a` by a_rows; GEMM2 loads the block's rows of `a_map` with TMA.
+// The producer warps (k_producers threads; thread 0 issues the TMA loads). `depends` (GEMM2):
+// the token rows are the previous kernel's output, so the first stages' weights are requested
+// before griddepcontrol.wait and the token rows after it; under a programmatic launch the weight
+// stream overlaps the end of GEMM1. Token rows: GEMM1 gathers them from `a` by a_rows; GEMM2
+// loads the block's rows of `a_map` with TMA.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
                                                   const unsigned char* a, const TmaDesc* a_map,

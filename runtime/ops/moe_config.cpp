@@ -166,8 +166,9 @@ std::string GemmTile::describe() const {
 
 unsigned GemmTile::threads(int gemm) const {
   const int producer_warps = gemm == 1 && !swap_ab ? 4 : 1; // kernels_src/moe/wgmma_pipeline.cuh
-  return kernel == MoeGemmKernel::wgmma ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
-                                        : static_cast<unsigned>(32 * warps_m * warps_n);
+  return kernel == MoeGemmKernel::wgmma
+             ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
+             : static_cast<unsigned>(32 * warps_m * warps_n);
 }
 
 std::string MoeTileConfig::describe() const {

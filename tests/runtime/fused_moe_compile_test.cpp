@@ -212,7 +212,8 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
         (8u + 64) * 128 * 8 + 4 * 8 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 2) == (8u + 64) * 128 * 8 + 1024);
   const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 2);
-  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) == (128u + 128) * 128 * (4 + 2) + 1024);
+  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) ==
+        (128u + 128) * 128 * (4 + 2) + 1024);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) == (128u + 128) * 128 * 4 + 1024);
 }
 
