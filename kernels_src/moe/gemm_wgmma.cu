@@ -116,9 +116,9 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
-               const int* sorted_ids,
-               const int* expert_ids, const int* num_post_padded, int num_slots, int a_row_divisor,
-               int w_row_half, bool depends, Epilogue&& epilogue) {
+               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+               int num_slots, int a_row_divisor, int w_row_half, bool depends,
+               Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
   __shared__ int a_rows[G::k_tok];
@@ -252,27 +252,29 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       topk_weights, slot_out, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + (SWAP ? 32 : 128), 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)
     moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
   moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + (SWAP ? 32 : 128), 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true)::k_threads, 1)
     moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
   moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma2_fp8(SPECJIT_MOE_WGMMA2_ARGS) {
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false)::k_threads, 1)
+    moe_wgmma2_fp8(SPECJIT_MOE_WGMMA2_ARGS) {
   moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(WGS * 128 + 32, 1) moe_wgmma2_bf16(SPECJIT_MOE_WGMMA2_ARGS) {
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false)::k_threads, 1)
+    moe_wgmma2_bf16(SPECJIT_MOE_WGMMA2_ARGS) {
   moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }

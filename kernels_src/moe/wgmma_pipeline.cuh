@@ -25,7 +25,9 @@ struct MoeWgmma {
   static constexpr int k_consumers = 128 * WGS;
   // Producer warps: the normal orientation's GEMM1 gathers 64 * WGS token rows per stage (eight
   // 16-byte cp.async per row), too many instructions for one warp to keep up with the tensor
-  // cores; four warps share them. Everything else has one (GEMM2 gathers nothing).
+  // cores; four warps share them. Everything else has one (GEMM2 gathers nothing). The host
+  // launches the same count (runtime/ops/moe_config.cpp, GemmTile::threads); the kernels'
+  // launch bounds use k_threads.
   static constexpr int k_producer_warps = GATED && !SWAP ? 4 : 1;
   static constexpr int k_producers = 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + k_producers;

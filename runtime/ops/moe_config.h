@@ -55,12 +55,14 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 //   wgmma  normal orientation (swap_ab false): block_m = 64 * warpgroups token rows, block_n in
 //          {64, 128, 256}. swap_ab: 64 output columns per CTA (block_n = 64; GEMM1 128, or 64
 //          for 32 output columns per CTA, gate and up rows packed into one MMA),
-//          block_m tokens in {8, 16, 32, 64, 128, 256}, warpgroups (1 or 2) splitting K;
-//          split_k (1, 2, 4, 8) CTAs of one thread-block cluster splitting K further (each
-//          takes K / split_k; the first sums the others' partials through distributed shared
-//          memory and writes the outputs): more CTAs streaming weights when few experts are hit;
-//          tiles (1, 2, 4, 8; one warpgroup, no split_k, not packed) consecutive 64-column tiles
-//          per CTA through one pipeline: fewer, longer CTAs when K is a few stages only.
+//          block_m tokens in {8, 16, 32, 64, 128, 256}, warpgroups (1 or 2, with an even stage
+//          count) splitting K; split_k (1, 2, 4, 8) CTAs of one thread-block cluster splitting
+//          K further (each takes K / split_k; the first sums the others' partials through
+//          distributed shared memory and writes the outputs): more CTAs streaming weights when
+//          few experts are hit.
+//          tiles: consecutive weight tiles per CTA through one pipeline (one setup and fill for
+//          them; fewer, longer CTAs when K is a few stages only). Normal: 1 to 16; swap_ab: 1, 2,
+//          4, 8 with one warpgroup, no split_k, not packed.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
