@@ -56,6 +56,12 @@ __device__ __forceinline__ void mbarrier_init_fence() {
 __device__ __forceinline__ void mbarrier_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
+// Arrives on the barrier once every cp.async this thread issued before has landed in shared
+// memory (the arrival is one of the barrier's expected count: .noinc). The thread goes on at
+// once; a consumer that hands the bytes to the async proxy (wgmma) fences after its wait.
+__device__ __forceinline__ void cp_async_mbarrier_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
 // Adds `bytes` to the transaction count of the barrier's current phase without arriving.
 __device__ __forceinline__ void mbarrier_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(bytes)

@@ -71,8 +71,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   constexpr int k_group = PROMOTE == 0 ? 4 : PROMOTE; // k steps per wgmma group
   // Normal orientation without promotion keeps one group in flight and releases a stage one
-  // iteration late; everything else waits and releases at once (swap-AB must: with K split
-  // across warpgroups a late release would deadlock against the producer's lag).
+  // iteration late; everything else waits and releases at once.
   constexpr bool k_in_flight = PROMOTE == 0 && !G::k_swap;
   float part[G::k_halves][G::k_acc];
   if constexpr (PROMOTE != 0) {
@@ -87,6 +86,8 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
+    if constexpr (!G::k_a_tma) // token rows gathered by cp.async (generic proxy), read by wgmma
+      fence_proxy_async_shared();
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
 #pragma unroll

@@ -1,10 +1,10 @@
 // The machinery of the wgmma MoE GEMMs (moe/gemm_wgmma.cu): tile traits, CTA setup and the
 // producer warps. Pipeline: STAGES deep, 128 bytes of K per stage. The producer loads the
 // weight tile with TMA (128-byte swizzle; completes the stage's `full` mbarrier by transaction
-// count). GEMM1 gathers the token rows by index with cp.async into the same swizzled layout and
-// signals them LAG = STAGES - 2 stages later (wait_group, proxy fence, arrive), which keeps it
-// streaming while consumers may hold one wgmma group in flight; GEMM2's token rows are
-// contiguous (the intermediate is in sorted order), one more TMA box on the same barrier.
+// count). GEMM1 gathers the token rows by index with cp.async into the same swizzled layout;
+// each producer thread's cp.async.mbarrier.arrive counts towards the stage's `full` barrier once
+// its copies have landed, so the producer never waits for its own copies. GEMM2's token rows
+// are contiguous (the intermediate is in sorted order), one more TMA box on the same barrier.
 // Consumers arrive on `empty` once nothing reads the stage any more.
 #pragma once
 
@@ -45,7 +45,6 @@ struct MoeWgmma {
   static constexpr bool k_packed = SWAP && GATED && BW == 64;
   static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
-  static constexpr int k_lag = STAGES - 2;
   // GEMM2 loads its token rows with TMA (no gather): the stage's only arrival is the producer's.
   static constexpr bool k_a_tma = !GATED;
   static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + k_producers;
@@ -203,21 +202,9 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
                                  (b.k_tile0 + kt % G::k_k_tiles) * 128 + chunk * 16;
       cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
     }
-    cp_async_commit();
-    if (kt >= G::k_lag) {
-      cp_async_wait<G::k_lag>();
-      fence_proxy_async_shared();
-      mbarrier_arrive(b.full_bar + 8 * ((kt - G::k_lag) % G::k_stages_value));
-    }
+    cp_async_mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
   }
-  if constexpr (G::k_a_tma)
-    return;
-  cp_async_wait<0>();
-  fence_proxy_async_shared();
-  const int first = G::k_steps > G::k_lag ? G::k_steps - G::k_lag : 0;
-#pragma unroll 1
-  for (int kt = first; kt < G::k_steps; ++kt)
-    mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
+  cp_async_wait<0>(); // no copy outlives its thread
 }
 
 } // namespace specjit_kernels
