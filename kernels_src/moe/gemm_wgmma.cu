@@ -227,8 +227,9 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
 // warps (normal GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic
-// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 tiles (normal:
-// 2 * (BW + TOK) * 128, swap-AB: 4 * WGS * TOK * 128), and 1024 bytes of alignment slack. The
+// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 copy of its B
+// operand (normal: the weights, 2 * BW * 128; swap-AB: the tokens, 4 * WGS * TOK * 128), and
+// 1024 bytes of alignment slack. The
 // weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
 // (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle. GEMM2's intermediate map:
 // {K bytes, max padded rows, 1} in boxes of {128, TOK, 1}, 128-byte swizzle.

@@ -7,8 +7,8 @@
 // instruction; 3e-3 is allowed, mma.sync gives 0. The error comes from GEMM1, whose output is
 // requantized to e4m3 (a perturbed sum flips its rounding); GEMM2's bf16 output absorbs it. So:
 //   GEMM1 FP8  e4m3 tiles converted to f16 (exact: every e4m3 value is an f16 value), f16
-//              wgmma with fp32 accumulation. Swap-AB converts the weights in registers (A from
-//              registers); the normal orientation converts the stage in shared memory.
+//              wgmma with fp32 accumulation. A from registers, converted there (swap-AB: the
+//              weights; normal: the tokens); B converted in shared memory.
 //   GEMM2 FP8  e4m3 wgmma, promoted into fp32 registers after every k32 (swap-AB) or every
 //              stage (normal).
 //   bf16       bf16 wgmma, fp32 accumulation.
@@ -160,12 +160,27 @@ __device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, in
   }
 }
 
-// FP8 GEMM1, swap-AB: the weights are wgmma's A, taken from registers. Each warp loads its 16
-// weight rows of a k32 step with ldmatrix (the mma.sync e4m3 fragment: row lane/4 (+8), bytes
-// 4(lane%4)..+3 and 16 + 4(lane%4)..+3) and converts them into two f16 A fragments, which
-// want k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4): hence the permuted k order, which the token tile
-// (B, converted in shared memory, double-buffered per warpgroup) follows too. The stage is
-// released as soon as its ldmatrix loads have returned.
+// wgmma's A from registers, for FP8 GEMM1: k32 step `kk` (bytes 32kk..32kk+31) of the warp's
+// 16 e4m3 rows of `tile` ([rows][128 B], swizzled; this lane's row is `row`, lanes 0-15 and
+// 16-31 address the step's two 16-byte chunks) loaded with ldmatrix, which gives the mma.sync
+// e4m3 fragment (row lane/4 (+8), bytes 4(lane%4)..+3 of each chunk), and converted into the
+// two f16 k16 fragments of the step, which want k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4): hence the
+// permuted k order (moe_convert_chunk), which the other operand follows.
+__device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, unsigned (&lo)[4],
+                                               unsigned (&hi)[4]) {
+  const int chunk = 2 * kk + (static_cast<int>(threadIdx.x & 31) >> 4);
+  unsigned e[4];
+  ldmatrix_x4(tile + row * 128 + ((chunk ^ (row & 7)) << 4), e[0], e[1], e[2], e[3]);
+  e4m3x4_to_f16x4(e[0], lo[0], lo[2]);
+  e4m3x4_to_f16x4(e[1], lo[1], lo[3]);
+  e4m3x4_to_f16x4(e[2], hi[0], hi[2]);
+  e4m3x4_to_f16x4(e[3], hi[1], hi[3]);
+}
+
+// FP8 GEMM1, swap-AB: the weights are wgmma's A, taken from registers (moe_load_a_f16, each
+// warp its 16 rows of each half); the token tile (B) is converted in shared memory into the
+// same permuted k order, double-buffered per warpgroup. The stage is released as soon as its
+// ldmatrix loads have returned.
 template <class G>
 __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0,
                                                      float (&acc)[G::k_halves][G::k_acc]) {
@@ -186,16 +201,9 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) {
-        const int row = h * (G::k_bw / 2) + warp * 16 + (lane & 15);
-        const int chunk = 2 * kk + (lane >> 4);
-        unsigned e[4];
-        ldmatrix_x4(w_tile + row * 128 + ((chunk ^ (row & 7)) << 4), e[0], e[1], e[2], e[3]);
-        e4m3x4_to_f16x4(e[0], a[h][2 * kk][0], a[h][2 * kk][2]);
-        e4m3x4_to_f16x4(e[1], a[h][2 * kk][1], a[h][2 * kk][3]);
-        e4m3x4_to_f16x4(e[2], a[h][2 * kk + 1][0], a[h][2 * kk + 1][2]);
-        e4m3x4_to_f16x4(e[3], a[h][2 * kk + 1][1], a[h][2 * kk + 1][3]);
-      }
+      for (int kk = 0; kk < 4; ++kk)
+        moe_load_a_f16(w_tile, h * (G::k_bw / 2) + warp * 16 + (lane & 15), kk, a[h][2 * kk],
+                       a[h][2 * kk + 1]);
     fence_proxy_async_shared();
     // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
     // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
@@ -218,66 +226,64 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
 }
 
 // One K half (64 values: chunks 4 * half .. 4 * half + 3) of e4m3 rows [rows][128 B] of `tile`
-// -> f16 [rows][128 B] at `out`, items `first`, `first + step`, ... of rows * 4 chunks.
+// -> f16 [rows][128 B] in the register-A k order (moe_load_a_f16) at `out`, items `first`,
+// `first + step`, ... of rows * 4 chunks.
 __device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int rows, int half,
                                                  int first, int step) {
   for (int item = first; item < rows * 4; item += step) {
     const int r = item >> 2, c = 4 * half + (item & 3);
     const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
-    moe_convert_chunk(out + r * 128, r, c, v, false);
+    moe_convert_chunk(out + r * 128, r, c, v, true);
   }
 }
 
-// FP8 GEMM1, normal orientation: the consumers convert each stage (weights and tokens) into f16
-// one K half at a time, in two buffers (one per half), while the wgmmas of the other half run:
-// each half-step issues the MMAs of one converted half, converts the next half, waits for its
-// MMAs and meets the other consumers at one barrier (the next half is complete, this half's
-// buffer is free). The MMAs' only register operands are the accumulators, which the conversion
-// never touches, and the descriptors, which are fixed: nothing serializes the wgmmas.
+// FP8 GEMM1, normal orientation: the tokens are wgmma's A, taken from registers
+// (moe_load_a_f16: each warp its 16 of the warpgroup's 64 token rows), so only the weights (B)
+// are converted in shared memory, one K half at a time, into two buffers (one per half), while
+// the wgmmas of the other half run: each half-step issues the MMAs of one half, loads and
+// converts the next half, waits for its MMAs and meets the other consumers at one barrier (the
+// next half is complete, this half's buffer and registers are free). A half's A registers are
+// written only while the MMAs of the other half, which read other registers, are in flight.
 template <class G>
-__device__ __forceinline__ void moe_consume_f16_shared(const MoeWgmmaBlock& b, int step0,
+__device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, int step0,
                                                        float (&acc)[G::k_halves][G::k_acc]) {
-  static_assert(!G::k_swap, "swap-AB converts in registers");
+  static_assert(!G::k_swap, "swap-AB: moe_consume_f16_regs");
   const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid >> 7;
+  const int a_row = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (tid & 15);
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
-  const unsigned t16 = w16 + 2 * G::k_bw * 128;
-  unsigned long long a_desc[2][G::k_halves], b_desc[2];
+  unsigned a0[4][4], a1[4][4]; // the f16 A fragments of K half 0 and 1 (four k16 steps each)
+  auto convert = [&](int kt, int half, unsigned(&a)[4][4]) {
+    const unsigned stage = moe_stage<G>(b, step0 + kt);
 #pragma unroll
-  for (int half = 0; half < 2; ++half)
-    moe_stage_descs<G>(w16 + half * G::k_bw * 128, t16 + half * G::k_tok * 128, G::k_bw, wg,
-                       a_desc[half], b_desc[half]);
-  auto convert = [&](int kt, int half) {
-    const unsigned w_tile = moe_stage<G>(b, step0 + kt);
-    moe_convert_half(w_tile, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
-    moe_convert_half(w_tile + G::k_w_tile_bytes, t16 + half * G::k_tok * 128, G::k_tok, half, tid,
-                     G::k_consumers);
+    for (int kk = 0; kk < 2; ++kk)
+      moe_load_a_f16(stage + G::k_w_tile_bytes, a_row, 2 * half + kk, a[2 * kk], a[2 * kk + 1]);
+    moe_convert_half(stage, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
     fence_proxy_async_shared();
   };
-  auto issue = [&](int kt, int half) {
+  auto issue = [&](int kt, int half, const unsigned(&a)[4][4]) {
+    const unsigned long long b_desc = wgmma_desc_sw128(w16 + half * G::k_bw * 128);
     moe_fence_acc<G>(acc);
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
-      Wgmma<WgmmaType::f16, G::k_mma_n>::mma(acc[0], a_desc[half][0] + 2 * ks,
-                                             b_desc[half] + 2 * ks, (kt | half | ks) != 0);
+      WgmmaRegA<G::k_mma_n>::mma(acc[0], a[ks], b_desc + 2 * ks, (kt | half | ks) != 0);
     wgmma_commit();
     moe_fence_acc<G>(acc);
   };
   moe_wait_stage<G>(b, step0);
-  convert(0, 0);
+  convert(0, 0, a0);
   named_barrier(1, G::k_consumers);
 #pragma unroll 1
   for (int kt = 0; kt < G::k_k_tiles; ++kt) {
-    issue(kt, 0);
-    convert(kt, 1);
+    issue(kt, 0, a0);
+    convert(kt, 1, a1);
     wgmma_wait<0>();
     named_barrier(1, G::k_consumers);
-    moe_release_stage<G>(b, step0 + kt); // both halves converted
-    issue(kt, 1);
+    moe_release_stage<G>(b, step0 + kt); // both halves loaded and converted
+    issue(kt, 1, a1);
     if (kt + 1 < G::k_k_tiles) {
       moe_wait_stage<G>(b, step0 + kt + 1);
-      convert(kt + 1, 0);
+      convert(kt + 1, 0, a0);
     }
     wgmma_wait<0>();
     named_barrier(1, G::k_consumers);
@@ -296,7 +302,7 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int ti
   else if constexpr (G::k_swap)
     moe_consume_f16_regs<G>(b, step0, acc);
   else
-    moe_consume_f16_shared<G>(b, step0, acc);
+    moe_consume_f16_normal<G>(b, step0, acc);
 }
 
 // Swap-AB with K split across warpgroups: warpgroup 1 hands its partial sums to warpgroup 0

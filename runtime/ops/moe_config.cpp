@@ -181,9 +181,11 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
   if (wgmma) {
     dynamic += 1024;            // room to align the tiles to 1024 bytes
-    if (dtype == MoeDType::fp8 && gemm == 1) // the f16 tiles (kernels_src/moe/wgmma_consume.cuh)
-      dynamic +=
-          tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes : 2 * rows * k_row_bytes;
+    // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
+    // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
+    if (dtype == MoeDType::fp8 && gemm == 1)
+      dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
+                              : 2u * static_cast<unsigned>(tile.block_n) * k_row_bytes;
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine

@@ -70,6 +70,9 @@ std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, con
       add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
       add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 4, false, wg, 1, 8));
       add(64 * wg, wgmma_tile(128, 4, false, wg), wgmma_tile(128, 6, false, wg, 1, 4));
+      // Deeper GEMM1 pipelines (FP8 GEMM1 converts only its weights into shared memory).
+      add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 2), wgmma_tile(128, 6, false, wg, 1, 8));
+      add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
     }
     // Swap-AB GEMM1 with a normal-orientation GEMM2 over 64-token blocks.
     add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 8));
