@@ -205,15 +205,16 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   bad.gemm2.stages = 2;
   CHECK(summarize(check_moe_config(shape, bad, sm90a)).message.find("at least 3") !=
         std::string::npos);
-  // Shared memory: the stages, their f16 copy (FP8 GEMM1 only) and 1024 bytes to align the
-  // tiles.
+  // Shared memory: the stages, the f16 copy of FP8 GEMM1's B operand (swap-AB: the token tile,
+  // double-buffered; normal: the weight tile, one buffer per K half) and 1024 bytes to align
+  // the tiles.
   CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::bf16, 2) == (8u + 64) * 128 * 8 + 1024);
   CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 1) ==
         (8u + 64) * 128 * 8 + 4 * 8 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 2) == (8u + 64) * 128 * 8 + 1024);
   const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 2);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) ==
-        (128u + 128) * 128 * (4 + 2) + 1024);
+        (128u + 128) * 128 * 4 + 2 * 128 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) == (128u + 128) * 128 * 4 + 1024);
 }
 
