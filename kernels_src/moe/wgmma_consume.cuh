@@ -127,36 +127,29 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
   moe_fence_acc<G>(acc);
 }
 
-// Four e4m3 bytes of a 16-byte chunk -> the f16 words of the permuted k order used by the
-// register-A path: f16 k16 step j takes e4m3 bytes 16j..16j+15 in the order
-// [0,1,4,5,8,9,12,13, 2,3,6,7,10,11,14,15] (see moe_consume_f16_regs).
-__device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int c, U32x4 v,
-                                                  bool permuted) {
+// A 16-byte chunk (column c of row r) of e4m3 -> its 16 f16 values, stored at `row_base` (the
+// row in a [rows][128 B] swizzled tile of one K half) in the permuted k order of the register-A
+// fragments (moe_load_a_f16): f16 k16 step j takes e4m3 bytes 16j..16j+15 in the order
+// [0,1,4,5,8,9,12,13, 2,3,6,7,10,11,14,15].
+__device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int c, U32x4 v) {
   unsigned f[8];
-  if (permuted) {
-    e4m3x4_to_f16x4(v.x, f[0], f[4]);
-    e4m3x4_to_f16x4(v.y, f[1], f[5]);
-    e4m3x4_to_f16x4(v.z, f[2], f[6]);
-    e4m3x4_to_f16x4(v.w, f[3], f[7]);
-  } else {
-    e4m3x4_to_f16x4(v.x, f[0], f[1]);
-    e4m3x4_to_f16x4(v.y, f[2], f[3]);
-    e4m3x4_to_f16x4(v.z, f[4], f[5]);
-    e4m3x4_to_f16x4(v.w, f[6], f[7]);
-  }
+  e4m3x4_to_f16x4(v.x, f[0], f[4]);
+  e4m3x4_to_f16x4(v.y, f[1], f[5]);
+  e4m3x4_to_f16x4(v.z, f[2], f[6]);
+  e4m3x4_to_f16x4(v.w, f[3], f[7]);
   const int q = (2 * c) & 7;
   store_shared_u32x4(row_base + ((q ^ (r & 7)) << 4), f[0], f[1], f[2], f[3]);
   store_shared_u32x4(row_base + (((q + 1) ^ (r & 7)) << 4), f[4], f[5], f[6], f[7]);
 }
 
-// e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out`, items
-// `first`, `first + step`, ... of rows * 8 chunks.
+// e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out` (permuted k
+// order), items `first`, `first + step`, ... of rows * 8 chunks.
 __device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows, int first,
-                                                 int step, bool permuted) {
+                                                 int step) {
   for (int item = first; item < rows * 8; item += step) {
     const int r = item >> 3, c = item & 7;
     const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
-    moe_convert_chunk(out + (c >> 2) * rows * 128 + r * 128, r, c, v, permuted);
+    moe_convert_chunk(out + (c >> 2) * rows * 128 + r * 128, r, c, v);
   }
 }
 
@@ -196,7 +189,7 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
-    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128, true);
+    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128);
     unsigned a[G::k_halves][8][4];
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
@@ -226,14 +219,14 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
 }
 
 // One K half (64 values: chunks 4 * half .. 4 * half + 3) of e4m3 rows [rows][128 B] of `tile`
-// -> f16 [rows][128 B] in the register-A k order (moe_load_a_f16) at `out`, items `first`,
-// `first + step`, ... of rows * 4 chunks.
+// -> f16 [rows][128 B] (permuted k order) at `out`, items `first`, `first + step`, ... of
+// rows * 4 chunks.
 __device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int rows, int half,
                                                  int first, int step) {
   for (int item = first; item < rows * 4; item += step) {
     const int r = item >> 2, c = 4 * half + (item & 3);
     const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
-    moe_convert_chunk(out + r * 128, r, c, v, true);
+    moe_convert_chunk(out + r * 128, r, c, v);
   }
 }
 
