@@ -153,21 +153,29 @@ __device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, in
   }
 }
 
-// wgmma's A from registers, for FP8 GEMM1: k32 step `kk` (bytes 32kk..32kk+31) of the warp's
+// wgmma's A from registers, for FP8 GEMM1, in two steps so that the shared-memory load's
+// latency can be covered by other work. Load: k32 step `kk` (bytes 32kk..32kk+31) of the warp's
 // 16 e4m3 rows of `tile` ([rows][128 B], swizzled; this lane's row is `row`, lanes 0-15 and
-// 16-31 address the step's two 16-byte chunks) loaded with ldmatrix, which gives the mma.sync
-// e4m3 fragment (row lane/4 (+8), bytes 4(lane%4)..+3 of each chunk), and converted into the
-// two f16 k16 fragments of the step, which want k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4): hence the
-// permuted k order (moe_convert_chunk), which the other operand follows.
-__device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, unsigned (&lo)[4],
-                                               unsigned (&hi)[4]) {
+// 16-31 address the step's two 16-byte chunks) with ldmatrix, which gives the mma.sync e4m3
+// fragment (row lane/4 (+8), bytes 4(lane%4)..+3 of each chunk). Convert: the two f16 k16
+// fragments of the step, which want k 2q, 2q+1, 2q+8, 2q+9 (q = lane%4): hence the permuted
+// k order (moe_convert_chunk), which the other operand follows.
+__device__ __forceinline__ void moe_load_a_e4m3(unsigned tile, int row, int kk, unsigned (&e)[4]) {
   const int chunk = 2 * kk + (static_cast<int>(threadIdx.x & 31) >> 4);
-  unsigned e[4];
   ldmatrix_x4(tile + row * 128 + ((chunk ^ (row & 7)) << 4), e[0], e[1], e[2], e[3]);
+}
+__device__ __forceinline__ void moe_a_to_f16(const unsigned (&e)[4], unsigned (&lo)[4],
+                                             unsigned (&hi)[4]) {
   e4m3x4_to_f16x4(e[0], lo[0], lo[2]);
   e4m3x4_to_f16x4(e[1], lo[1], lo[3]);
   e4m3x4_to_f16x4(e[2], hi[0], hi[2]);
   e4m3x4_to_f16x4(e[3], hi[1], hi[3]);
+}
+__device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, unsigned (&lo)[4],
+                                               unsigned (&hi)[4]) {
+  unsigned e[4];
+  moe_load_a_e4m3(tile, row, kk, e);
+  moe_a_to_f16(e, lo, hi);
 }
 
 // FP8 GEMM1, swap-AB: the weights are wgmma's A, taken from registers (moe_load_a_f16, each
@@ -218,22 +226,32 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   }
 }
 
-// One K half (64 values: chunks 4 * half .. 4 * half + 3) of e4m3 rows [rows][128 B] of `tile`
-// -> f16 [rows][128 B] (permuted k order) at `out`, items `first`, `first + step`, ... of
-// rows * 4 chunks.
-__device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int rows, int half,
-                                                 int first, int step) {
-  for (int item = first; item < rows * 4; item += step) {
-    const int r = item >> 2, c = 4 * half + (item & 3);
-    const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
-    moe_convert_chunk(out + r * 128, r, c, v);
+// One K half (64 values: chunks 4 * half .. 4 * half + 3) of e4m3 rows [ROWS][128 B] of `tile`
+// -> f16 [ROWS][128 B] (permuted k order) at `out`, by STEP threads (this one is `first`): all
+// of the thread's loads first, then the conversions and stores, so that the loads' latencies
+// overlap.
+template <int ROWS, int STEP>
+__device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int half,
+                                                 int first) {
+  static_assert(ROWS * 4 % STEP == 0, "the same number of chunks for every thread");
+  constexpr int k_items = ROWS * 4 / STEP;
+  U32x4 v[k_items];
+#pragma unroll
+  for (int i = 0; i < k_items; ++i) {
+    const int item = first + i * STEP, r = item >> 2, c = 4 * half + (item & 3);
+    v[i] = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
+  }
+#pragma unroll
+  for (int i = 0; i < k_items; ++i) {
+    const int item = first + i * STEP, r = item >> 2, c = 4 * half + (item & 3);
+    moe_convert_chunk(out + r * 128, r, c, v[i]);
   }
 }
 
 // FP8 GEMM1, normal orientation: the tokens are wgmma's A, taken from registers
-// (moe_load_a_f16: each warp its 16 of the warpgroup's 64 token rows), so only the weights (B)
-// are converted in shared memory, one K half at a time, into two buffers (one per half), while
-// the wgmmas of the other half run: each half-step issues the MMAs of one half, loads and
+// (moe_load_a_e4m3, moe_a_to_f16: each warp its 16 of the warpgroup's 64 token rows), so only
+// the weights (B) are converted in shared memory, one K half at a time, into two buffers (one
+// per half), while the wgmmas of the other half run: each half-step issues the MMAs of one half, loads and
 // converts the next half, waits for its MMAs and meets the other consumers at one barrier (the
 // next half is complete, this half's buffer and registers are free). A half's A registers are
 // written only while the MMAs of the other half, which read other registers, are in flight.
@@ -245,12 +263,18 @@ __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, i
   const int a_row = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (tid & 15);
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
   unsigned a0[4][4], a1[4][4]; // the f16 A fragments of K half 0 and 1 (four k16 steps each)
+  // The token rows' ldmatrix loads are issued first and converted last: the weights' conversion
+  // covers their latency.
   auto convert = [&](int kt, int half, unsigned(&a)[4][4]) {
     const unsigned stage = moe_stage<G>(b, step0 + kt);
+    unsigned e[2][4];
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk)
-      moe_load_a_f16(stage + G::k_w_tile_bytes, a_row, 2 * half + kk, a[2 * kk], a[2 * kk + 1]);
-    moe_convert_half(stage, w16 + half * G::k_bw * 128, G::k_bw, half, tid, G::k_consumers);
+      moe_load_a_e4m3(stage + G::k_w_tile_bytes, a_row, 2 * half + kk, e[kk]);
+    moe_convert_half<G::k_bw, G::k_consumers>(stage, w16 + half * G::k_bw * 128, half, tid);
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk)
+      moe_a_to_f16(e[kk], a[2 * kk], a[2 * kk + 1]);
     fence_proxy_async_shared();
   };
   auto issue = [&](int kt, int half, const unsigned(&a)[4][4]) {
