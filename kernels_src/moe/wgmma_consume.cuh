@@ -251,9 +251,9 @@ __device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, in
 // FP8 GEMM1, normal orientation: the tokens are wgmma's A, taken from registers
 // (moe_load_a_e4m3, moe_a_to_f16: each warp its 16 of the warpgroup's 64 token rows), so only
 // the weights (B) are converted in shared memory, one K half at a time, into two buffers (one
-// per half), while the wgmmas of the other half run: each half-step issues the MMAs of one half, loads and
-// converts the next half, waits for its MMAs and meets the other consumers at one barrier (the
-// next half is complete, this half's buffer and registers are free). A half's A registers are
+// per half), while the wgmmas of the other half run: each half-step issues the MMAs of one
+// half, loads and converts the next half, waits for its MMAs and meets the other consumers at
+// one barrier (the next half is complete, this half's buffer and registers are free). A half's A registers are
 // written only while the MMAs of the other half, which read other registers, are in flight.
 template <class G>
 __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, int step0,

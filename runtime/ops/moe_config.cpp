@@ -180,7 +180,7 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   const unsigned rows = static_cast<unsigned>(block_m + tile.block_n);
   unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
   if (wgmma) {
-    dynamic += 1024;            // room to align the tiles to 1024 bytes
+    dynamic += 1024; // room to align the tiles to 1024 bytes
     // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
     // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
     if (dtype == MoeDType::fp8 && gemm == 1)

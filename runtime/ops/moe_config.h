@@ -139,9 +139,9 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
                                                      const MoeConfigTable* table);
 
 // Dynamic shared memory of GEMM `gemm` (1 or 2): stages * (block_m + block_n) * 128 bytes; wgmma
-// adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 tiles (normal: 2 * (block_m +
-// block_n) * 128, swap-AB: 4 * warpgroups * block_m * 128); just over 48 KiB when the kernel's
-// static indices and barriers would push the total past 48 KiB.
+// adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 copy of its B operand (normal: the
+// weight tile, 2 * block_n * 128; swap-AB: the token tile, 4 * warpgroups * block_m * 128); just
+// over 48 KiB when the kernel's static indices and barriers would push the total past 48 KiB.
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm);
 
 } // namespace specjit::ops

@@ -335,36 +335,40 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
   run_model(as_bf16(k_mixtral));
 }
 
+// The forced families of the next case, by the names SPECJIT_FORCED_ONLY uses.
+const std::pair<Forced, const char*> k_forced_families[] = {{Forced::wgmma_swap, "swap"},
+                                                            {Forced::wgmma_split, "split"},
+                                                            {Forced::wgmma_normal, "normal"},
+                                                            {Forced::mma, "mma"}};
+
 // SPECJIT_FORCED_ONLY narrows the next case for a quick check of one kernel change on a GPU:
-// a comma-separated list of families (swap, split, normal, mma) and dtypes (fp8, bf16), e.g.
+// a comma-separated list of families (k_forced_families) and dtypes (fp8, bf16), e.g.
 // "swap,split,fp8". Unset (as in CI and the logged runs), everything runs.
-bool forced_selected(const char* family, const char* dtype) {
+bool forced_selected(const char* family, MoeDType dtype) {
   const char* only = std::getenv("SPECJIT_FORCED_ONLY");
   if (only == nullptr)
     return true;
   const std::string list = std::string(",") + only + ",";
-  auto listed = [&](const char* name) {
-    return list.find(std::string(",") + name + ",") != std::string::npos;
+  auto listed = [&](llvm::StringRef name) {
+    return list.find(("," + name + ",").str()) != std::string::npos;
   };
-  const bool any_family = !listed("swap") && !listed("split") && !listed("normal") && !listed("mma");
-  const bool any_dtype = !listed("fp8") && !listed("bf16");
-  return (any_family || listed(family)) && (any_dtype || listed(dtype));
+  const bool any_family = std::none_of(std::begin(k_forced_families), std::end(k_forced_families),
+                                       [&](const auto& f) { return listed(f.second); });
+  const bool any_dtype = !listed(moe_dtype_name(MoeDType::fp8)) &&
+                         !listed(moe_dtype_name(MoeDType::bf16));
+  return (any_family || listed(family)) && (any_dtype || listed(moe_dtype_name(dtype)));
 }
 
 TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen3, DeepSeek)") {
   if (!specjit::test::gpu_or_skip("fused_moe forced tiles"))
     return;
-  const std::pair<Forced, const char*> families[] = {{Forced::wgmma_swap, "swap"},
-                                                     {Forced::wgmma_split, "split"},
-                                                     {Forced::wgmma_normal, "normal"},
-                                                     {Forced::mma, "mma"}};
-  for (const auto& [forced, family] : families)
+  for (const auto& [forced, family] : k_forced_families)
     for (const Model& model : {k_qwen, as_bf16(k_qwen), k_deepseek, as_bf16(k_deepseek)}) {
-      const char* dtype = model.shape.dtype == MoeDType::fp8 ? "fp8" : "bf16";
-      if (forced_selected(family, dtype))
+      if (forced_selected(family, model.shape.dtype))
         run_model(model, forced);
       else
-        MESSAGE("skipped by SPECJIT_FORCED_ONLY: " << family << " " << dtype);
+        MESSAGE("skipped by SPECJIT_FORCED_ONLY: " << family << " "
+                                                   << moe_dtype_name(model.shape.dtype).str());
     }
 }
 
