@@ -128,6 +128,10 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
       c.gemm1.tiles = s.dtype == MoeDType::fp8 ? 4 : 2;    // Qwen3 and DeepSeek: whole groups
       c.gemm2.tiles = 8;
     }
+    if (s.dtype == MoeDType::fp8 && (tokens == 1 || tokens == 64)) { // 256-wide FP8 GEMM1
+      c.gemm1.block_n = 256;
+      c.gemm1.tiles = tokens == 64 ? 2 : 1;
+    }
   }
   return c;
 }

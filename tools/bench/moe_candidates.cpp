@@ -74,6 +74,10 @@ std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, con
       add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 2), wgmma_tile(128, 6, false, wg, 1, 8));
       add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
     }
+    // GEMM1 256 columns wide in one warpgroup (each token fragment feeds twice the MMA work;
+    // 226 registers, no spills), with a 128-wide GEMM2 (a 256-wide FP8 GEMM2 spills).
+    add(64, wgmma_tile(256, 4, false, 1), wgmma_tile(128, 6, false, 1, 1, 8));
+    add(64, wgmma_tile(256, 4, false, 1, 1, 2), wgmma_tile(128, 6, false, 1, 1, 8));
     // Swap-AB GEMM1 with a normal-orientation GEMM2 over 64-token blocks.
     add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 8));
     add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 16));
