@@ -145,6 +145,16 @@ __device__ __forceinline__ void store_cluster_f32(unsigned address, float value)
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(address), "f"(value) : "memory");
 }
 
+// Moves registers between warpgroups (setmaxnreg, sm_90a): every warp of the warpgroup runs
+// it; the new per-thread count is a multiple of 8 in 24..256, and ptxas allocates the code
+// after it within that count. dec frees registers for another warpgroup's inc.
+template <int REGS> __device__ __forceinline__ void warpgroup_release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS> __device__ __forceinline__ void warpgroup_claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
 // Programmatic dependent launch (PTX griddepcontrol; cudaGridDependencySynchronize does not
 // exist under NVRTC). launch_dependents lets the next kernel in the stream start once every CTA
 // of this grid has run it or exited; wait blocks until the previous grid has completed and its

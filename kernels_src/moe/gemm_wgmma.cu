@@ -131,9 +131,13 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    if constexpr (G::k_producer_regs != 0)
+      warpgroup_release_registers<G::k_producer_regs>();
     moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, depends);
     return;
   }
+  if constexpr (G::k_consumer_regs != 0)
+    warpgroup_claim_registers<G::k_consumer_regs>();
   const int first_tile = b.tile;
 #pragma unroll 1
   for (int t = 0; t < G::k_tiles_per_cta; ++t) {

@@ -32,6 +32,12 @@ struct MoeWgmma {
   static constexpr int k_producers = 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + k_producers;
   static constexpr int k_w_tile_bytes = BW * 128;
+  // Registers moved from the producer warpgroup to the consumers (setmaxnreg), for tiles whose
+  // consumers need more than an even share of the register file (65536 / k_threads, 168 at 384
+  // threads): the normal orientation's FP8 GEMM1 256 columns wide in two warpgroups (128
+  // accumulators a thread, and the A fragments). 0: no move.
+  static constexpr int k_producer_regs = FP8 && GATED && !SWAP && WGS == 2 && BW == 256 ? 40 : 0;
+  static constexpr int k_consumer_regs = k_producer_regs ? 232 : 0;
   static constexpr int k_stage_bytes = (BW + TOK) * 128;
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
   // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
@@ -76,6 +82,10 @@ struct MoeWgmma {
                     k_mma_n == 128 || k_mma_n == 256,
                 "wgmma N must be one of 8, 16, 32, 64, 128, 256");
   static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
+  static_assert(k_producer_regs == 0 || (k_producer_warps == 4 &&
+                                          k_producer_regs * k_producers + k_consumer_regs *
+                                          k_consumers <= 65536 / k_threads / 8 * 8 * k_threads),
+                "registers move between whole warpgroups, within the launch's share");
 };
 
 // Everything one CTA needs, set up before the main loop.

@@ -132,6 +132,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
       c.gemm1.block_n = 256;
       c.gemm1.tiles = tokens == 64 ? 2 : 1;
     }
+    if (s.dtype == MoeDType::fp8 && (tokens == 3 || tokens == 1024)) {
+      // 256-wide FP8 GEMM1 in two warpgroups (registers moved from the producers: setmaxnreg).
+      c.block_m = 128;
+      c.gemm1 = GemmTile::wgmma_tile(256, 3, false, 2, 1, tokens == 1024 ? 2 : 1);
+      c.gemm2.warpgroups = 2;
+    }
   }
   return c;
 }

@@ -78,6 +78,11 @@ std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, con
     // 226 registers, no spills), with a 128-wide GEMM2 (a 256-wide FP8 GEMM2 spills).
     add(64, wgmma_tile(256, 4, false, 1), wgmma_tile(128, 6, false, 1, 1, 8));
     add(64, wgmma_tile(256, 4, false, 1, 1, 2), wgmma_tile(128, 6, false, 1, 1, 8));
+    // ... and in two warpgroups, with registers moved from the producers (setmaxnreg); the
+    // shared memory allows 3 stages.
+    add(128, wgmma_tile(256, 3, false, 2), wgmma_tile(128, 6, false, 2, 1, 8));
+    add(128, wgmma_tile(256, 3, false, 2, 1, 2), wgmma_tile(128, 6, false, 2, 1, 8));
+    add(128, wgmma_tile(256, 3, false, 2, 1, 2), wgmma_tile(128, 4, false, 2, 1, 8));
     // Swap-AB GEMM1 with a normal-orientation GEMM2 over 64-token blocks.
     add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 8));
     add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 16));
