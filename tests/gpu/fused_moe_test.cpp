@@ -13,9 +13,9 @@
 #include "runtime/ops/fused_moe.h"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,11 +23,11 @@
 using namespace specjit;
 using namespace specjit::runtime;
 using namespace specjit::ops;
-using specjit::test::TempDir;
 using specjit::test::DeviceBuffer;
 using specjit::test::drv;
 using specjit::test::k_poison;
 using specjit::test::require_ok;
+using specjit::test::TempDir;
 
 namespace {
 
@@ -57,8 +57,8 @@ void fill_random(void* data, size_t count, bool fp8, int shift, uint64_t seed) {
               static_cast<uint8_t>(((r >> 8) & 0x80) | (exponent << 3) | ((r >> 16) & 7));
         } else {
           const uint32_t exponent = static_cast<uint32_t>(127 - shift - 3 + r % 5);
-          static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(
-              ((r >> 8) & 0x8000) | (exponent << 7) | ((r >> 16) & 0x7f));
+          static_cast<uint16_t*>(data)[i] =
+              static_cast<uint16_t>(((r >> 8) & 0x8000) | (exponent << 7) | ((r >> 16) & 0x7f));
         }
       }
     });
@@ -160,8 +160,10 @@ void run_model(const Model& model, Forced forced = Forced::none) {
   fill_random(w2.data(), w2_count, fp8, shift2, 12);
   std::vector<float> w13_scale(s.experts), w2_scale(s.experts);
   for (int64_t e = 0; e < s.experts; ++e) {
-    w13_scale[e] = static_cast<float>((0.75 + 0.5 * e / s.experts) / (8.0 * std::sqrt(double(s.hidden))));
-    w2_scale[e] = static_cast<float>((0.75 + 0.5 * e / s.experts) / (8.0 * std::sqrt(double(s.intermediate))));
+    w13_scale[e] =
+        static_cast<float>((0.75 + 0.5 * e / s.experts) / (8.0 * std::sqrt(double(s.hidden))));
+    w2_scale[e] = static_cast<float>((0.75 + 0.5 * e / s.experts) /
+                                     (8.0 * std::sqrt(double(s.intermediate))));
   }
   const float a1_scale = 1.0f / 16.0f, a2_scale = 1.0f / 64.0f;
   DeviceBuffer w13_d(w13.size()), w2_d(w2.size()), w13s_d(s.experts * 4), w2s_d(s.experts * 4),
@@ -293,10 +295,10 @@ void run_model(const Model& model, Forced forced = Forced::none) {
       thread.join();
     const double vs_emulated = relative_error(got, emulated);
     const double vs_fp32 = relative_error(got, exact);
-    MESSAGE(std::string(model.name) << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
-                       << resolved->config.describe() << "): rel. error vs emulated "
-                       << vs_emulated << ", vs fp32 " << vs_fp32 << " over " << count
-                       << " rows");
+    MESSAGE(std::string(model.name)
+            << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
+            << resolved->config.describe() << "): rel. error vs emulated " << vs_emulated
+            << ", vs fp32 " << vs_fp32 << " over " << count << " rows");
     if (fp8)
       CHECK(vs_emulated <= 3e-3);
     else
@@ -364,8 +366,8 @@ bool forced_selected(const char* family, MoeDType dtype) {
   };
   const bool any_family = std::none_of(std::begin(k_forced_families), std::end(k_forced_families),
                                        [&](const auto& f) { return listed(f.second); });
-  const bool any_dtype = !listed(moe_dtype_name(MoeDType::fp8)) &&
-                         !listed(moe_dtype_name(MoeDType::bf16));
+  const bool any_dtype =
+      !listed(moe_dtype_name(MoeDType::fp8)) && !listed(moe_dtype_name(MoeDType::bf16));
   return (any_family || listed(family)) && (any_dtype || listed(moe_dtype_name(dtype)));
 }
 

@@ -79,6 +79,7 @@ struct MoeBench {
   CUstream stream;
   const MoeConfigTable* table; // --table, or nullptr
   bool tune;
+  bool verbose; // --verbose: every candidate's time while tuning, on stderr
   std::vector<int64_t> token_counts;
   llvm::json::Array rows, crossover;
   MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
@@ -121,6 +122,8 @@ struct MoeBench {
       }
       o.stages = moe_stage_gemm1 | moe_stage_gemm2;
       const double us = time_us(engine, drv, s, b, tokens, o, stream);
+      if (verbose)
+        llvm::errs() << fmt::format("  candidate T={} {:>9.1f} us  {}\n", tokens, us, c.describe());
       auto& slot = best_of[moe_family(c)];
       if (slot.second.empty() || us < slot.first)
         slot = {us, c.describe()};
@@ -268,15 +271,16 @@ int run_moe_bench(int argc, char** argv) {
   if (!parse_flags(
           argc, argv, 2,
           {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes", "--tokens"},
-          {"--help", "--tune"}, flags))
+          {"--help", "--tune", "--verbose"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs()
         << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
-           "[--table-out PATH]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
+           "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
            "                         [--tokens 1,4,...]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
-           "             and --table, the table's other buckets are kept as they are\n";
+           "             and --table, the table's other buckets are kept as they are\n"
+           "  --verbose  with --tune, every candidate's GEMM us on stderr\n";
     return 0;
   }
   std::vector<int64_t> token_counts;
@@ -297,9 +301,16 @@ int run_moe_bench(int argc, char** argv) {
              "read table");
     table = must(parse_moe_config_table(buffer->getBuffer()), "parse table");
   }
-  MoeBench bench{
-      engine, drv, stream, use_table ? &table : nullptr, flags.has("--tune"), token_counts,
-      {},     {},  table};
+  MoeBench bench{engine,
+                 drv,
+                 stream,
+                 use_table ? &table : nullptr,
+                 flags.has("--tune"),
+                 flags.has("--verbose"),
+                 token_counts,
+                 {},
+                 {},
+                 table};
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
   llvm::outs() << fmt::format(
