@@ -47,6 +47,26 @@ __device__ __forceinline__ void moe_fence_acc(float (&acc)[G::k_halves][G::k_acc
     fence_registers(acc[h]);
 }
 
+// Normal orientation, two warpgroups: whether this warpgroup's 64 token rows are all padding.
+// An expert's slots fill its blocks from the first row (moe_align), so this happens in the last
+// block of an expert with 64 or fewer rows left; the warpgroup then skips its token loads and
+// MMAs and only keeps the pipeline's protocol (and, FP8 GEMM1, converts its share of the
+// weights), leaving the tensor cores to the other warpgroup.
+template <class G> __device__ __forceinline__ bool moe_rows_all_padding(const MoeWgmmaBlock& b) {
+  if constexpr (G::k_swap || G::k_consumers == 128)
+    return false;
+  else
+    return b.slot_of_row[(static_cast<int>(threadIdx.x) >> 7) * 64] < 0;
+}
+template <class G>
+__device__ __forceinline__ void moe_zero_acc(float (&acc)[G::k_halves][G::k_acc]) {
+#pragma unroll
+  for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+    for (int i = 0; i < G::k_acc; ++i)
+      acc[h][i] = 0.0f;
+}
+
 // Descriptors of one stage's operands (k offset 0) for warpgroup `wg`, tiles of 128-byte rows.
 template <class G>
 __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile, int w_rows,
@@ -74,15 +94,19 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
   // iteration late; everything else waits and releases at once.
   constexpr bool k_in_flight = PROMOTE == 0 && !G::k_swap;
   float part[G::k_halves][G::k_acc];
-  if constexpr (PROMOTE != 0) {
-#pragma unroll
-    for (int h = 0; h < G::k_halves; ++h)
-#pragma unroll
-      for (int i = 0; i < G::k_acc; ++i)
-        acc[h][i] = 0.0f;
-  }
+  if constexpr (PROMOTE != 0)
+    moe_zero_acc<G>(acc);
   float(&target)[G::k_halves][G::k_acc] = PROMOTE != 0 ? part : acc;
   const int first = moe_first_stage<G>();
+  if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
+#pragma unroll 1
+    for (int kt = first; kt < G::k_k_tiles; ++kt) {
+      moe_wait_stage<G>(b, step0 + kt);
+      moe_release_stage<G>(b, step0 + kt);
+    }
+    moe_zero_acc<G>(acc);
+    return;
+  }
 #pragma unroll 1
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
@@ -231,8 +255,7 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
 // of the thread's loads first, then the conversions and stores, so that the loads' latencies
 // overlap.
 template <int ROWS, int STEP>
-__device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int half,
-                                                 int first) {
+__device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, int half, int first) {
   static_assert(ROWS * 4 % STEP == 0, "the same number of chunks for every thread");
   constexpr int k_items = ROWS * 4 / STEP;
   U32x4 v[k_items];
@@ -253,8 +276,9 @@ __device__ __forceinline__ void moe_convert_half(unsigned tile, unsigned out, in
 // the weights (B) are converted in shared memory, one K half at a time, into two buffers (one
 // per half), while the wgmmas of the other half run: each half-step issues the MMAs of one
 // half, loads and converts the next half, waits for its MMAs and meets the other consumers at
-// one barrier (the next half is complete, this half's buffer and registers are free). A half's A registers are
-// written only while the MMAs of the other half, which read other registers, are in flight.
+// one barrier (the next half is complete, this half's buffer and registers are free). A half's A
+// registers are written only while the MMAs of the other half, which read other registers, are in
+// flight.
 template <class G>
 __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, int step0,
                                                        float (&acc)[G::k_halves][G::k_acc]) {
@@ -262,22 +286,27 @@ __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, i
   const int tid = static_cast<int>(threadIdx.x);
   const int a_row = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (tid & 15);
   const unsigned w16 = b.tiles + G::k_stages_value * G::k_stage_bytes;
+  const bool idle = moe_rows_all_padding<G>(b);
   unsigned a0[4][4], a1[4][4]; // the f16 A fragments of K half 0 and 1 (four k16 steps each)
   // The token rows' ldmatrix loads are issued first and converted last: the weights' conversion
   // covers their latency.
   auto convert = [&](int kt, int half, unsigned(&a)[4][4]) {
     const unsigned stage = moe_stage<G>(b, step0 + kt);
     unsigned e[2][4];
+    if (!idle)
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk)
-      moe_load_a_e4m3(stage + G::k_w_tile_bytes, a_row, 2 * half + kk, e[kk]);
+      for (int kk = 0; kk < 2; ++kk)
+        moe_load_a_e4m3(stage + G::k_w_tile_bytes, a_row, 2 * half + kk, e[kk]);
     moe_convert_half<G::k_bw, G::k_consumers>(stage, w16 + half * G::k_bw * 128, half, tid);
+    if (!idle)
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk)
-      moe_a_to_f16(e[kk], a[2 * kk], a[2 * kk + 1]);
+      for (int kk = 0; kk < 2; ++kk)
+        moe_a_to_f16(e[kk], a[2 * kk], a[2 * kk + 1]);
     fence_proxy_async_shared();
   };
   auto issue = [&](int kt, int half, const unsigned(&a)[4][4]) {
+    if (idle)
+      return;
     const unsigned long long b_desc = wgmma_desc_sw128(w16 + half * G::k_bw * 128);
     moe_fence_acc<G>(acc);
     wgmma_fence();
@@ -305,6 +334,8 @@ __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, i
     wgmma_wait<0>();
     named_barrier(1, G::k_consumers);
   }
+  if (idle)
+    moe_zero_acc<G>(acc);
   moe_fence_acc<G>(acc);
 }
 
