@@ -80,7 +80,7 @@ std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, con
     add(64, wgmma_tile(256, 4, false, 1, 1, 2), wgmma_tile(128, 6, false, 1, 1, 8));
     // ... and in two warpgroups, with registers moved from the producers (setmaxnreg); the
     // shared memory allows 3 stages.
-    for (int tiles : {1, 2})
+    for (int tiles : {1, 2, 4})
       for (const GemmTile& g2 : {wgmma_tile(128, 4, false, 2), wgmma_tile(128, 6, false, 2, 1, 8),
                                  wgmma_tile(128, 4, false, 2, 1, 8)})
         add(128, wgmma_tile(256, 3, false, 2, 1, tiles), g2);
