@@ -286,17 +286,23 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   CHECK(again->entries[0].buckets[0].config == c);
 }
 
-TEST_CASE("split-K and multi-tile variants compile for sm_90a without spills or serialized wgmma") {
+TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without spills or "
+          "serialized wgmma") {
   TempDir dir;
   Engine engine(test::config_in(dir));
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   // Swap-AB split-K and tiles; normal-orientation tiles (FP8 GEMM1's half-step conversion,
-  // GEMM2's e4m3 K loop).
+  // GEMM2's e4m3 K loop); FP8 GEMM1 256 columns wide in one warpgroup and in two (registers
+  // moved from the producers with setmaxnreg: at the even share it spills and serializes).
   for (const MoeTileConfig& config :
        {MoeTileConfig{8, GemmTile::wgmma_tile(64, 8, true, 2, 2),
                       GemmTile::wgmma_tile(64, 8, true, 1, 1, 4)},
         MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2, 1, 4),
-                      GemmTile::wgmma_tile(128, 6, false, 2, 1, 8)}}) {
+                      GemmTile::wgmma_tile(128, 6, false, 2, 1, 8)},
+        MoeTileConfig{64, GemmTile::wgmma_tile(256, 4, false, 1, 1, 2),
+                      GemmTile::wgmma_tile(128, 6, false, 1, 1, 8)},
+        MoeTileConfig{128, GemmTile::wgmma_tile(256, 3, false, 2, 1, 2),
+                      GemmTile::wgmma_tile(128, 4, false, 2)}}) {
     FusedMoeOptions options;
     options.config = config;
     auto requests = fused_moe_variants(qwen, options, Arch{9, 0, true}, {1});
