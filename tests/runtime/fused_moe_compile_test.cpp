@@ -216,6 +216,14 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) ==
         (128u + 128) * 128 * 4 + 2 * 128 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) == (128u + 128) * 128 * 4 + 1024);
+  // FP8 GEMM1 256 columns wide in two warpgroups: 3 stages fit (209 KiB), 4 do not.
+  MoeTileConfig wide{128, GemmTile::wgmma_tile(256, 3, false, 2), normal};
+  CHECK(moe_gemm_shared_bytes(128, wide.gemm1, MoeDType::fp8, 1) ==
+        (128u + 256) * 128 * 3 + 2 * 256 * 128 + 1024);
+  CHECK(!check_moe_config(shape, wide, sm90a));
+  wide.gemm1.stages = 4;
+  CHECK(summarize(check_moe_config(shape, wide, sm90a)).message.find("227 KiB of shared memory") !=
+        std::string::npos);
 }
 
 TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials that fit") {
@@ -247,7 +255,7 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad.block_m = 128;
   CHECK(refused(qwen, bad).find("split_k needs the swap-AB orientation") != std::string::npos);
   // The normal orientation takes several tiles per CTA (up to 16), whole tiles of its outputs.
-  bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4); // 768 = 3 x 4 x 64
+  bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
   bad.gemm2 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 16); // 2048 = 16 x 128
   CHECK(!check_moe_config(qwen, bad, sm90a));
   CHECK(bad.describe() == "m128 g1[wgmma n128 g2 s4 t4] g2[wgmma n128 g2 s4 t16]");
@@ -423,8 +431,7 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
 TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for the opt-in") {
   // (32 + 64) rows x 128 bytes x 4 stages = 48 KiB exactly, plus 256 bytes of static indices.
   CHECK(moe_gemm_shared_bytes(32, GemmTile{64, 2, 2, 4}, MoeDType::fp8, 1) > 48u * 1024);
-  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8, 1) ==
-        (16u + 64) * 128 * 4);
+  CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8, 1) == (16u + 64) * 128 * 4);
   CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16, 2) ==
         (64u + 128) * 128 * 4);
 }
