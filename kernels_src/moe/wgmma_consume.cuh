@@ -346,7 +346,7 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int ti
   if constexpr (!G::k_fp8)
     moe_consume_direct<G, WgmmaType::bf16, 0>(b, step0, acc);
   else if constexpr (!G::k_gated)
-    moe_consume_direct<G, WgmmaType::e4m3, G::k_swap ? 1 : 4>(b, step0, acc);
+    moe_consume_direct<G, WgmmaType::e4m3, 4>(b, step0, acc);
   else if constexpr (G::k_swap)
     moe_consume_f16_regs<G>(b, step0, acc);
   else
