@@ -9,8 +9,8 @@
 //   GEMM1 FP8  e4m3 tiles converted to f16 (exact: every e4m3 value is an f16 value), f16
 //              wgmma with fp32 accumulation. A from registers, converted there (swap-AB: the
 //              weights; normal: the tokens); B converted in shared memory.
-//   GEMM2 FP8  e4m3 wgmma, promoted into fp32 registers after every k32 (swap-AB) or every
-//              stage (normal).
+//   GEMM2 FP8  e4m3 wgmma, promoted into fp32 registers once a stage (128 of K; its bf16 output
+//              is not requantized, so the e4m3 accumulation over a stage costs little).
 //   bf16       bf16 wgmma, fp32 accumulation.
 #pragma once
 
