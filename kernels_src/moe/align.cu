@@ -6,7 +6,9 @@
 //   3. sorted_token_ids[0, total) filled with the sentinel num_slots, expert_ids per block;
 //   4. every slot scattered to its expert's next position (shared atomic cursor).
 // The order of slots inside an expert's segment is unspecified (atomics); the GEMMs compute
-// every row independently, so results do not depend on it.
+// every row independently, so results do not depend on it. The slots always come first in their
+// segment, the padding after them (the cursor starts at the segment's first row): the wgmma
+// GEMMs skip a warpgroup whose first row is padding.
 #include "common/spec.cuh"
 #include "moe/moe_common.cuh"
 

@@ -4,7 +4,9 @@
 //   route   router_logits f32[T, E] -> softmax -> top-k (highest first, lowest id on ties),
 //           weights optionally renormalized to sum to 1: topk_weights f32[T, k], topk_ids i32[T, k]
 //   align   slots s = t * k + j grouped by expert, each expert padded to BLOCK_M:
-//           sorted_token_ids (padding = T * k), expert_ids per block, num_tokens_post_padded [1]
+//           sorted_token_ids (padding = T * k, after each expert's slots: the wgmma GEMMs skip a
+//           warpgroup whose rows start with padding), expert_ids per block,
+//           num_tokens_post_padded [1]
 //   gemm1   h = silu(x w1[e]^T) * (x w3[e]^T) with w13[e] = [w1; w3] of [2I, H]; FP8:
 //           acc * (a1_scale * w13_scale[e]), then e4m3(h * (1 / a2_scale)) (static scale)
 //   gemm2   y = (acc(h w2[e]^T) * (a2_scale * w2_scale[e])) * weight, bf16, per slot [T*k, H]

@@ -250,9 +250,10 @@ void run_model(const Model& model, Forced forced = Forced::none) {
     work_d.download(sorted.data(), padded * 4, layout.sorted_ids);
     work_d.download(experts_of_block.data(), experts_of_block.size() * 4, layout.expert_ids);
     CHECK(experts_of_block == grouping.expert_ids);
-    bool blocks_equal = true;
+    bool blocks_equal = true, padding_last = true;
     {
-      // Per expert: the multiset of its segment.
+      // Per expert: the multiset of its segment, and its slots before its padding (the wgmma
+      // GEMMs skip a warpgroup whose first row is padding).
       int32_t at = 0;
       for (int32_t b = 0; b <= padded / block_m && at < padded; ++b) {
         int32_t end = at;
@@ -261,6 +262,9 @@ void run_model(const Model& model, Forced forced = Forced::none) {
         std::vector<int32_t> got(sorted.begin() + at, sorted.begin() + end);
         std::vector<int32_t> want(grouping.sorted_ids.begin() + at,
                                   grouping.sorted_ids.begin() + end);
+        padding_last = padding_last && std::is_partitioned(got.begin(), got.end(), [&](int32_t v) {
+                         return v < tokens * s.top_k;
+                       });
         std::sort(got.begin(), got.end());
         std::sort(want.begin(), want.end());
         blocks_equal = blocks_equal && got == want;
@@ -268,6 +272,7 @@ void run_model(const Model& model, Forced forced = Forced::none) {
       }
     }
     CHECK(blocks_equal);
+    CHECK(padding_last);
 
     // Output: no poison left anywhere, and a sample of rows against the reference.
     std::vector<uint16_t> out(tokens * s.hidden);
