@@ -83,20 +83,19 @@ __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile
   }
 }
 
-// Straight from the stage: bf16 (fp32 accumulation), or e4m3 promoted every PROMOTE k32 steps
-// into fp32 registers (PROMOTE = 0: never).
-template <class G, WgmmaType TYPE, int PROMOTE>
+// Straight from the stage: bf16 (fp32 accumulation), or e4m3 whose stage sums (four k32 MMAs)
+// are promoted into fp32 registers (PROMOTE).
+template <class G, WgmmaType TYPE, bool PROMOTE>
 __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int step0,
                                                    float (&acc)[G::k_halves][G::k_acc]) {
   const int wg = static_cast<int>(threadIdx.x) >> 7;
-  constexpr int k_group = PROMOTE == 0 ? 4 : PROMOTE; // k steps per wgmma group
   // Normal orientation without promotion keeps one group in flight and releases a stage one
   // iteration late; everything else waits and releases at once.
-  constexpr bool k_in_flight = PROMOTE == 0 && !G::k_swap;
+  constexpr bool k_in_flight = !PROMOTE && !G::k_swap;
   float part[G::k_halves][G::k_acc];
-  if constexpr (PROMOTE != 0)
+  if constexpr (PROMOTE)
     moe_zero_acc<G>(acc);
-  float(&target)[G::k_halves][G::k_acc] = PROMOTE != 0 ? part : acc;
+  float(&target)[G::k_halves][G::k_acc] = PROMOTE ? part : acc;
   const int first = moe_first_stage<G>();
   if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
 #pragma unroll 1
@@ -114,27 +113,24 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
       fence_proxy_async_shared();
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
+    moe_fence_acc<G>(target);
+    wgmma_fence();
 #pragma unroll
-    for (int k0 = 0; k0 < 4; k0 += k_group) {
-      moe_fence_acc<G>(target);
-      wgmma_fence();
+    for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-      for (int ks = k0; ks < k0 + k_group; ++ks)
+      for (int h = 0; h < G::k_halves; ++h)
+        Wgmma<TYPE, G::k_mma_n>::mma(target[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
+                                     PROMOTE ? ks != 0 : (kt != first) | (ks != 0));
+    wgmma_commit();
+    moe_fence_acc<G>(target);
+    if constexpr (PROMOTE) {
+      wgmma_wait<0>();
+      moe_fence_acc<G>(part);
 #pragma unroll
-        for (int h = 0; h < G::k_halves; ++h)
-          Wgmma<TYPE, G::k_mma_n>::mma(target[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
-                                       PROMOTE != 0 ? ks != k0 : (kt != first) | (ks != 0));
-      wgmma_commit();
-      moe_fence_acc<G>(target);
-      if constexpr (PROMOTE != 0) {
-        wgmma_wait<0>();
-        moe_fence_acc<G>(part);
+      for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
-        for (int h = 0; h < G::k_halves; ++h)
-#pragma unroll
-          for (int i = 0; i < G::k_acc; ++i)
-            acc[h][i] += part[h][i];
-      }
+        for (int i = 0; i < G::k_acc; ++i)
+          acc[h][i] += part[h][i];
     }
     if constexpr (k_in_flight) {
       wgmma_wait<1>();
@@ -344,9 +340,9 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int ti
                                                   float (&acc)[G::k_halves][G::k_acc]) {
   const int step0 = tile_index * G::k_k_tiles;
   if constexpr (!G::k_fp8)
-    moe_consume_direct<G, WgmmaType::bf16, 0>(b, step0, acc);
+    moe_consume_direct<G, WgmmaType::bf16, false>(b, step0, acc);
   else if constexpr (!G::k_gated)
-    moe_consume_direct<G, WgmmaType::e4m3, 4>(b, step0, acc);
+    moe_consume_direct<G, WgmmaType::e4m3, true>(b, step0, acc);
   else if constexpr (G::k_swap)
     moe_consume_f16_regs<G>(b, step0, acc);
   else
