@@ -20,8 +20,8 @@ struct alignas(64) TmaDesc {
 // 1024 bytes apart (stride byte offset), leading byte offset unused by this layout (1 by
 // convention). Advancing K by 32 bytes inside the 128-byte row adds 2 to the descriptor.
 __device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned tile) {
-  return static_cast<unsigned long long>((tile & 0x3FFFF) >> 4) |
-         (1ull << 16) | (static_cast<unsigned long long>(1024 >> 4) << 32) | (1ull << 62);
+  return static_cast<unsigned long long>((tile & 0x3FFFF) >> 4) | (1ull << 16) |
+         (static_cast<unsigned long long>(1024 >> 4) << 32) | (1ull << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -34,10 +34,12 @@ template <int PENDING> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
 }
 
-// Keeps the compiler from moving accumulator reads or writes across wgmma fences.
-template <int COUNT> __device__ __forceinline__ void fence_registers(float (&d)[COUNT]) {
+// Keeps the compiler from moving accumulator reads or writes across wgmma fences: the first
+// REGS of d (an MMA narrower than the accumulator array writes fewer).
+template <int REGS, int COUNT> __device__ __forceinline__ void fence_registers(float (&d)[COUNT]) {
+  static_assert(REGS <= COUNT, "a prefix of the array");
 #pragma unroll
-  for (int i = 0; i < COUNT; ++i)
+  for (int i = 0; i < REGS; ++i)
     asm volatile("" : "+f"(d[i])::"memory");
 }
 

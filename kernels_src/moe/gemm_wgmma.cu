@@ -127,7 +127,6 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor, smem,
                           bars, a_rows, slot_of_row, b))
     return;
-  b.slot_of_row = slot_of_row;
   if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {

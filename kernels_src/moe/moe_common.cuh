@@ -31,6 +31,17 @@ __device__ __forceinline__ int shfl_idx_i32(int value, int lane) {
   return result;
 }
 
+// Bit l set for each lane l whose `predicate` holds.
+__device__ __forceinline__ unsigned ballot(bool predicate) {
+  unsigned mask;
+  asm volatile("{\n.reg .pred p;\n"
+               "setp.ne.u32 p, %1, 0;\n"
+               "vote.sync.ballot.b32 %0, p, 0xffffffff;\n}\n"
+               : "=r"(mask)
+               : "r"(static_cast<unsigned>(predicate)));
+  return mask;
+}
+
 // SiLU of the gated GEMM1 epilogue (x / (1 + e^-x)), shared by the mma.sync and wgmma GEMMs.
 __device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
 
@@ -47,6 +58,21 @@ __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_bloc
     slot_of_row[r] = valid ? slot : -1;
     a_rows[r] = !valid ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
   }
+}
+
+// The rows of a block up to its last slot (slot_of_row filled and visible; called by whole
+// warps). moe_align puts an expert's slots before its padding, so the rows past this count are
+// all padding.
+template <int BLOCK_M> __device__ __forceinline__ int moe_used_rows(const int* slot_of_row) {
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  int used = 0;
+#pragma unroll
+  for (int r0 = 0; r0 < BLOCK_M; r0 += 32) {
+    const unsigned mask = ballot(r0 + lane < BLOCK_M && slot_of_row[r0 + lane] >= 0);
+    if (mask != 0)
+      used = r0 + 32 - count_leading_zeros(mask);
+  }
+  return used;
 }
 
 // The intermediate [max padded, I] is stored in the sorted (padded) order of the slots: row r of

@@ -40,11 +40,32 @@ __device__ __forceinline__ void moe_release_stage(const MoeWgmmaBlock& b, int st
   mbarrier_arrive(b.empty_bar + 8 * (step % G::k_stages_value));
 }
 
-template <class G>
+// Fences the first REGS accumulators of each half (all by default; a narrower MMA than the
+// tile's writes fewer, see moe_with_width).
+template <class G, int REGS = G::k_acc>
 __device__ __forceinline__ void moe_fence_acc(float (&acc)[G::k_halves][G::k_acc]) {
 #pragma unroll
   for (int h = 0; h < G::k_halves; ++h)
-    fence_registers(acc[h]);
+    fence_registers<REGS>(acc[h]);
+}
+
+// Swap-AB: the block's tokens are wgmma's N, and the last block of an expert is often only
+// partly filled (at decode, 1-20 tokens an expert in blocks of 8-32). Its MMAs then run at the
+// narrowest multiple of the tile's width step (a quarter of TOK, at least 8) that covers the
+// block's used rows: the tensor cores skip the padding, and the accumulators past that width
+// stay zero (padding outputs, which the epilogue skips). f(MoeWidth<W>{}) runs the K loop at
+// width W; the normal orientation has one width, its weight tile's.
+template <int W> struct MoeWidth { static constexpr int value = W; };
+template <class G, int W = G::k_width_step, class F>
+__device__ __forceinline__ void moe_with_width(int used_rows, F&& f) {
+  if constexpr (W >= G::k_mma_n) {
+    f(MoeWidth<G::k_mma_n>{});
+  } else {
+    if (used_rows <= W)
+      f(MoeWidth<W>{});
+    else
+      moe_with_width<G, W + G::k_width_step>(used_rows, f);
+  }
 }
 
 // Normal orientation, two warpgroups: whether this warpgroup's 64 token rows are all padding.
@@ -84,18 +105,35 @@ __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile
 }
 
 // Straight from the stage: bf16 (fp32 accumulation), or e4m3 whose stage sums (four k32 MMAs)
-// are promoted into fp32 registers (PROMOTE).
-template <class G, WgmmaType TYPE, bool PROMOTE>
+// are promoted into fp32 registers (PROMOTE). MMAs WIDTH wide (moe_with_width).
+template <class G, WgmmaType TYPE, bool PROMOTE, int WIDTH>
 __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int step0,
                                                    float (&acc)[G::k_halves][G::k_acc]) {
+  constexpr int k_regs = WIDTH / 2; // accumulators the MMAs write
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   // Normal orientation without promotion keeps one group in flight and releases a stage one
   // iteration late; everything else waits and releases at once.
   constexpr bool k_in_flight = !PROMOTE && !G::k_swap;
-  float part[G::k_halves][G::k_acc];
-  if constexpr (PROMOTE)
+  // PROMOTE: each stage's sums, k_regs a thread per half (no more, or ptxas serializes the
+  // wgmmas of a narrow width for want of registers: C7511).
+  float part[G::k_halves][PROMOTE ? k_regs : 1];
+  if constexpr (PROMOTE || WIDTH < G::k_mma_n)
     moe_zero_acc<G>(acc);
-  float(&target)[G::k_halves][G::k_acc] = PROMOTE ? part : acc;
+  auto target = [&](int h) -> float* {
+    if constexpr (PROMOTE)
+      return part[h];
+    else
+      return acc[h];
+  };
+  auto fence_target = [&] {
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h) {
+      if constexpr (PROMOTE)
+        fence_registers<k_regs>(part[h]);
+      else
+        fence_registers<k_regs>(acc[h]);
+    }
+  };
   const int first = moe_first_stage<G>();
   if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
 #pragma unroll 1
@@ -113,23 +151,23 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
       fence_proxy_async_shared();
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
-    moe_fence_acc<G>(target);
+    fence_target();
     wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
       for (int h = 0; h < G::k_halves; ++h)
-        Wgmma<TYPE, G::k_mma_n>::mma(target[h], a_desc[h] + 2 * ks, b_desc + 2 * ks,
-                                     PROMOTE ? ks != 0 : (kt != first) | (ks != 0));
+        Wgmma<TYPE, WIDTH>::mma(target(h), a_desc[h] + 2 * ks, b_desc + 2 * ks,
+                                PROMOTE ? ks != 0 : (kt != first) | (ks != 0));
     wgmma_commit();
-    moe_fence_acc<G>(target);
+    fence_target();
     if constexpr (PROMOTE) {
       wgmma_wait<0>();
-      moe_fence_acc<G>(part);
+      fence_target();
 #pragma unroll
       for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
-        for (int i = 0; i < G::k_acc; ++i)
+        for (int i = 0; i < k_regs; ++i)
           acc[h][i] += part[h][i];
     }
     if constexpr (k_in_flight) {
@@ -163,10 +201,10 @@ __device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int 
 }
 
 // e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out` (permuted k
-// order), items `first`, `first + step`, ... of rows * 8 chunks.
-__device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows, int first,
-                                                 int step) {
-  for (int item = first; item < rows * 8; item += step) {
+// order): the first `count` rows, items `first`, `first + step`, ... of their count * 8 chunks.
+__device__ __forceinline__ void moe_convert_tile(unsigned tile, unsigned out, int rows, int count,
+                                                 int first, int step) {
+  for (int item = first; item < count * 8; item += step) {
     const int r = item >> 3, c = item & 7;
     const U32x4 v = load_shared_u32x4(tile + r * 128 + ((c ^ (r & 7)) << 4));
     moe_convert_chunk(out + (c >> 2) * rows * 128 + r * 128, r, c, v);
@@ -201,11 +239,13 @@ __device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, u
 // FP8 GEMM1, swap-AB: the weights are wgmma's A, taken from registers (moe_load_a_f16, each
 // warp its 16 rows of each half); the token tile (B) is converted in shared memory into the
 // same permuted k order, double-buffered per warpgroup. The stage is released as soon as its
-// ldmatrix loads have returned.
-template <class G>
+// ldmatrix loads have returned. MMAs WIDTH wide: only the first WIDTH token rows are converted.
+template <class G, int WIDTH>
 __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0,
                                                      float (&acc)[G::k_halves][G::k_acc]) {
   static_assert(G::k_swap, "register A is the weights: swap-AB only");
+  if constexpr (WIDTH < G::k_mma_n)
+    moe_zero_acc<G>(acc);
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7;
   const int warp = (tid >> 5) & 3;
@@ -217,7 +257,7 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
-    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, tid & 127, 128);
+    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
     unsigned a[G::k_halves][8][4];
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
@@ -230,7 +270,7 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
     // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
     named_barrier(1 + wg, 128);
     moe_release_stage<G>(b, step0 + kt);
-    moe_fence_acc<G>(acc);
+    moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_fence();
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -238,10 +278,10 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
           wgmma_desc_sw128(t16 + (j >> 2) * G::k_tok * 128) + 2 * (j & 3);
 #pragma unroll
       for (int h = 0; h < G::k_halves; ++h)
-        WgmmaRegA<G::k_mma_n>::mma(acc[h], a[h][j], b_desc, (kt != first) | (j != 0));
+        WgmmaRegA<WIDTH>::mma(acc[h], a[h][j], b_desc, (kt != first) | (j != 0));
     }
     wgmma_commit();
-    moe_fence_acc<G>(acc);
+    moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_wait<0>(); // the A registers are rewritten by the next stage
   }
 }
@@ -339,14 +379,17 @@ template <class G>
 __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int tile_index,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
   const int step0 = tile_index * G::k_k_tiles;
-  if constexpr (!G::k_fp8)
-    moe_consume_direct<G, WgmmaType::bf16, false>(b, step0, acc);
-  else if constexpr (!G::k_gated)
-    moe_consume_direct<G, WgmmaType::e4m3, true>(b, step0, acc);
-  else if constexpr (G::k_swap)
-    moe_consume_f16_regs<G>(b, step0, acc);
-  else
-    moe_consume_f16_normal<G>(b, step0, acc);
+  moe_with_width<G>(b.used_rows, [&](auto width) {
+    constexpr int k_width = decltype(width)::value;
+    if constexpr (!G::k_fp8)
+      moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, acc);
+    else if constexpr (!G::k_gated)
+      moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, acc);
+    else if constexpr (G::k_swap)
+      moe_consume_f16_regs<G, k_width>(b, step0, acc);
+    else
+      moe_consume_f16_normal<G>(b, step0, acc);
+  });
 }
 
 // Swap-AB with K split across warpgroups: warpgroup 1 hands its partial sums to warpgroup 0

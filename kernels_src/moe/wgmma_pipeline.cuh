@@ -78,27 +78,32 @@ struct MoeWgmma {
   static_assert(!SWAP || k_out_cols == 64 || k_packed, "swap-AB: 64 output columns per CTA");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
   static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
-  static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 ||
-                    k_mma_n == 128 || k_mma_n == 256,
-                "wgmma N must be one of 8, 16, 32, 64, 128, 256");
+  static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 || k_mma_n == 128 ||
+                    k_mma_n == 256,
+                "a tile's wgmma N must be one of 8, 16, 32, 64, 128, 256");
+  // Swap-AB: a block that holds fewer tokens than TOK runs its MMAs at the narrowest multiple of
+  // k_width_step that covers them (moe_with_width), at most 4 widths per tile.
+  static constexpr int k_width_step = SWAP ? (TOK / 4 < 8 ? 8 : TOK / 4) : k_mma_n;
   static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
-  static_assert(k_producer_regs == 0 || (k_producer_warps == 4 &&
-                                          k_producer_regs * k_producers + k_consumer_regs *
-                                          k_consumers <= 65536 / k_threads / 8 * 8 * k_threads),
+  static_assert(k_producer_regs == 0 ||
+                    (k_producer_warps == 4 &&
+                     k_producer_regs * k_producers + k_consumer_regs * k_consumers <=
+                         65536 / k_threads / 8 * 8 * k_threads),
                 "registers move between whole warpgroups, within the launch's share");
 };
 
 // Everything one CTA needs, set up before the main loop.
 struct MoeWgmmaBlock {
-  int tile;            // weight tile (k_out_cols output columns) being computed
-  int m_block;         // token block (TOK sorted slots)
+  int tile;    // weight tile (k_out_cols output columns) being computed
+  int m_block; // token block (TOK sorted slots)
   int expert;
-  int k_tile0;         // first 128-byte stage of K of this CTA (split-K)
-  unsigned tiles;      // shared address of stage 0 (1024-byte aligned)
+  int k_tile0;                  // first 128-byte stage of K of this CTA (split-K)
+  unsigned tiles;               // shared address of stage 0 (1024-byte aligned)
   unsigned char* tiles_generic; // the same, as a generic pointer
   const int* slot_of_row;       // shared [TOK]: slot of each token row, -1 for padding
-  unsigned full_bar;   // shared address of full[0] (8 bytes per stage)
-  unsigned empty_bar;  // shared address of empty[0]
+  int used_rows;                // the rows up to the block's last slot (the rest is padding)
+  unsigned full_bar;            // shared address of full[0] (8 bytes per stage)
+  unsigned empty_bar;           // shared address of empty[0]
 };
 
 template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
@@ -148,6 +153,10 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
     mbarrier_init_fence();
   }
   __syncthreads();
+  b.slot_of_row = slot_of_row;
+  // Swap-AB narrows its MMAs to the used rows (moe_with_width); the normal orientation's
+  // warpgroups check their own rows (moe_rows_all_padding).
+  b.used_rows = G::k_swap ? moe_used_rows<G::k_tok>(slot_of_row) : G::k_tok;
   return true;
 }
 
@@ -159,8 +168,7 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
                                                   const unsigned char* a, const TmaDesc* a_map,
-                                                  const int* a_rows, int w_row_half,
-                                                  bool depends) {
+                                                  const int* a_rows, int w_row_half, bool depends) {
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers; // 0 .. k_producers - 1
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto load_weights = [&](int kt) {

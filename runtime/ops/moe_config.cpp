@@ -95,6 +95,11 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
                        64 * t.warpgroups);
   if (!is_pow2_in(t.block_n, 64, 256))
     return "block_n must be 64, 128 or 256";
+  // FP8 GEMM2 promotes each stage's e4m3 sums into fp32 totals (moe/wgmma_consume.cuh): 256
+  // columns would be 256 fp32 values a thread, past the 255 registers (ptxas spills 164 bytes;
+  // on the H200, Qwen3 T = 64, it ran 1.3-4x slower than 128 wide).
+  if (u.fp8 && !u.gated && t.block_n == 256)
+    return "FP8 GEMM2 holds 2 x block_n / 2 fp32 sums a thread: block_n 256 spills, use 128";
   if (!is_pow2_in(t.tiles, 1, 16))
     return "tiles must be 1, 2, 4, 8 or 16";
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
@@ -125,9 +130,8 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
-  if (why.empty() &&
-      moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
-                            u.gated ? 1 : 2) > k_max_shared)
+  if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
+                                           u.gated ? 1 : 2) > k_max_shared)
     why = "more than 227 KiB of shared memory";
   if (why.empty())
     return llvm::Error::success();
@@ -295,17 +299,23 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Ar
   return mma_default(shape, per_expert, experts_hit);
 }
 
-llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config, const Arch& arch) {
+llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, const GemmTile& tile,
+                                const Arch& arch) {
   const bool fp8 = shape.dtype == MoeDType::fp8;
-  if (config.block_m < 8 || config.block_m > 256 || config.block_m % 8 != 0)
+  if (block_m < 8 || block_m > 256 || block_m % 8 != 0)
     return make_error(Errc::invalid_argument,
-                      "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}",
-                      config.block_m);
-  if (auto err = check_tile("gemm1", config.gemm1,
-                            {config.block_m, shape.intermediate, shape.hidden, true, fp8}, arch))
+                      "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}", block_m);
+  if (gemm == 1)
+    return check_tile("gemm1", tile, {block_m, shape.intermediate, shape.hidden, true, fp8}, arch);
+  if (gemm == 2)
+    return check_tile("gemm2", tile, {block_m, shape.hidden, shape.intermediate, false, fp8}, arch);
+  return make_error(Errc::invalid_argument, "fused_moe: no GEMM {} (1 or 2)", gemm);
+}
+
+llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config, const Arch& arch) {
+  if (auto err = check_moe_gemm_tile(shape, 1, config.block_m, config.gemm1, arch))
     return err;
-  return check_tile("gemm2", config.gemm2,
-                    {config.block_m, shape.hidden, shape.intermediate, false, fp8}, arch);
+  return check_moe_gemm_tile(shape, 2, config.block_m, config.gemm2, arch);
 }
 
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,

@@ -76,8 +76,8 @@ struct GemmTile {
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   // A wgmma tile (the mma fields keep their defaults).
-  static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups,
-                             int split_k = 1, int tiles = 1);
+  static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int split_k = 1,
+                             int tiles = 1);
 
   std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4"
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
@@ -126,6 +126,10 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Ar
 // shared memory, wgmma only on sm_90a.
 llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
                              const Arch& arch = Arch{});
+// The same for one GEMM's tile (gemm 1 or 2) over token blocks of block_m: the two GEMMs'
+// tiles are independent given block_m (a tuner can choose each on its own).
+llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, const GemmTile& tile,
+                                const Arch& arch = Arch{});
 
 // The configuration for a call: the table's entry for (shape, arch) when there is one (else the
 // default buckets and rule), the bucket of num_tokens, and that bucket's configuration.
@@ -135,8 +139,7 @@ struct ResolvedMoeConfig {
   MoeTileConfig config;
 };
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
-                                                     const Arch& arch,
-                                                     const MoeConfigTable* table);
+                                                     const Arch& arch, const MoeConfigTable* table);
 
 // Dynamic shared memory of GEMM `gemm` (1 or 2): stages * (block_m + block_n) * 128 bytes; wgmma
 // adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 copy of its B operand (normal: the

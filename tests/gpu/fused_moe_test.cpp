@@ -112,7 +112,9 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     }
   } else if (forced == Forced::wgmma_swap) {
     c.gemm1.swap_ab = c.gemm2.swap_ab = true;
-    c.block_m = tokens <= 16 ? 8 : 32; // exercises multi-group token tiles (N = 32) too
+    // Token tiles of 8, 32 and (T = 200) 64 rows: partly filled blocks run their MMAs at the
+    // narrower widths of moe_with_width (multiples of 8 and of 16), full ones at the tile's.
+    c.block_m = tokens <= 16 ? 8 : tokens == 200 ? 64 : 32;
     // K split across two warpgroups for a few token counts, one warpgroup for the others.
     c.gemm1.warpgroups = c.gemm2.warpgroups = tokens <= 16 ? 2 : 1;
     c.gemm1.block_n = tokens <= 3 || tokens == 64 ? 64 : 128; // packed gate/up, or two MMAs

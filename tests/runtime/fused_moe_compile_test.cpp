@@ -224,6 +224,15 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   wide.gemm1.stages = 4;
   CHECK(summarize(check_moe_config(shape, wide, sm90a)).message.find("227 KiB of shared memory") !=
         std::string::npos);
+  // An FP8 GEMM2 256 wide would hold 256 fp32 sums a thread (each stage's and the totals) and
+  // spills: refused; bf16 (no promotion) keeps it.
+  MoeTileConfig wide2{64, GemmTile::wgmma_tile(128, 4, false, 1),
+                      GemmTile::wgmma_tile(256, 4, false, 1)};
+  CHECK(summarize(check_moe_config(shape, wide2, sm90a)).message.find("block_n 256 spills") !=
+        std::string::npos);
+  MoeShape bf16_shape = shape;
+  bf16_shape.dtype = MoeDType::bf16;
+  CHECK(!check_moe_config(bf16_shape, wide2, sm90a));
 }
 
 TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials that fit") {

@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string_view>
 
 namespace specjit::bench {
 
@@ -93,42 +95,103 @@ struct MoeBench {
     std::vector<std::pair<int64_t, MoeTileConfig>> work;
     for (int64_t tokens : token_counts) {
       if (tune)
-        for (const MoeTileConfig& c : moe_candidates(s, tokens, engine.arch()))
-          work.push_back({tokens, c});
-      else if (table == nullptr)
+        for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch()))
+          for (const MoeTileConfig& c : moe_candidate_configs(block))
+            work.push_back({tokens, c});
+      if (table == nullptr || tune)
         work.push_back(
-            {tokens, must(resolve_moe_config(s, tokens, engine.arch(), nullptr), "config").config});
+            {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table), "config").config});
     }
     if (!work.empty())
       precompile(engine, s, work);
   }
 
-  // Times every candidate at `tokens` (GEMM-only); returns the fastest (`chosen` when none
-  // runs) and records the best of each kernel family in the crossover report.
+  // Median µs of `config` running `stages` at `tokens`, or nothing when the device rejects the
+  // configuration (reported and skipped, never fatal). One whole layer runs first: the GEMMs
+  // read the grouping of the configuration's block_m, and GEMM2 GEMM1's output.
+  std::optional<double> time_config(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                    const MoeTileConfig& config, unsigned stages,
+                                    bool programmatic) {
+    FusedMoeOptions o;
+    o.config = config;
+    o.programmatic_launch = programmatic;
+    llvm::Error err = fused_moe(engine, s, tensors(b, s, tokens), o, stream);
+    o.stages = stages;
+    if (err) {
+      llvm::errs() << "specjit-bench moe: candidate " << config.describe() << " at T=" << tokens
+                   << " failed: " << llvm::toString(std::move(err)) << "\n";
+      must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
+      return std::nullopt;
+    }
+    return time_us(engine, drv, s, b, tokens, o, stream);
+  }
+
+  struct TimedTile {
+    double us;
+    GemmTile tile;
+  };
+
+  // Each of `block`'s tiles of GEMM `gemm` alone (plain stream order), fastest first.
+  std::vector<TimedTile> time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                    const MoeCandidateBlock& block, int gemm) {
+    std::vector<TimedTile> timed;
+    for (const GemmTile& t : gemm == 1 ? block.gemm1 : block.gemm2) {
+      const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
+                            gemm == 1 ? block.gemm2[0] : t};
+      const auto us =
+          time_config(s, b, tokens, c, gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2, false);
+      if (!us)
+        continue;
+      if (verbose)
+        llvm::errs() << fmt::format("  gemm{} T={:<5} m{:<3} {:>9.1f} us  {}\n", gemm, tokens,
+                                    block.block_m, *us, t.describe());
+      timed.push_back({*us, t});
+    }
+    std::sort(timed.begin(), timed.end(),
+              [](const TimedTile& x, const TimedTile& y) { return x.us < y.us; });
+    return timed;
+  }
+
+  // Tunes the bucket of `tokens` (GEMM-only time, moe_candidates.h): per block size each GEMM's
+  // tiles alone, then together the two best of each GEMM and the best pair of each kernel
+  // family, and `chosen` (the rule's or the table's configuration). Returns the fastest pair
+  // and records the best of each family in the crossover report.
   MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
                             MoeTileConfig chosen) {
-    const FusedMoeTensors t = tensors(b, s, tokens);
+    std::vector<MoeTileConfig> pairs = {chosen};
+    auto add_pair = [&](const MoeTileConfig& c) {
+      if (std::find(pairs.begin(), pairs.end(), c) == pairs.end())
+        pairs.push_back(c);
+    };
+    for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch())) {
+      const std::vector<TimedTile> g1 = time_alone(s, b, tokens, block, 1);
+      const std::vector<TimedTile> g2 = time_alone(s, b, tokens, block, 2);
+      for (size_t i = 0; i < std::min<size_t>(2, g1.size()); ++i)
+        for (size_t j = 0; j < std::min<size_t>(2, g2.size()); ++j)
+          add_pair({block.block_m, g1[i].tile, g2[j].tile});
+      for (const char* family : {"swap_ab", "normal", "mma"}) {
+        auto of = [&](const TimedTile& t) {
+          return moe_tile_family(t.tile) == std::string_view(family);
+        };
+        auto t1 = std::find_if(g1.begin(), g1.end(), of);
+        auto t2 = std::find_if(g2.begin(), g2.end(), of);
+        if (t1 != g1.end() && t2 != g2.end())
+          add_pair({block.block_m, t1->tile, t2->tile});
+      }
+    }
     double best = 1e30;
     std::map<std::string, std::pair<double, std::string>> best_of; // per family
-    for (const MoeTileConfig& c : moe_candidates(s, tokens, engine.arch())) {
-      FusedMoeOptions o;
-      o.config = c;
-      // A candidate the device rejects is reported and skipped, never fatal.
-      if (llvm::Error err = fused_moe(engine, s, t, o, stream)) {
-        llvm::errs() << "specjit-bench moe: candidate " << c.describe() << " at T=" << tokens
-                     << " failed: " << llvm::toString(std::move(err)) << "\n";
-        must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
+    for (const MoeTileConfig& c : pairs) {
+      const auto us = time_config(s, b, tokens, c, moe_stage_gemm1 | moe_stage_gemm2, true);
+      if (!us)
         continue;
-      }
-      o.stages = moe_stage_gemm1 | moe_stage_gemm2;
-      const double us = time_us(engine, drv, s, b, tokens, o, stream);
       if (verbose)
-        llvm::errs() << fmt::format("  candidate T={} {:>9.1f} us  {}\n", tokens, us, c.describe());
+        llvm::errs() << fmt::format("  pair  T={:<5} {:>9.1f} us  {}\n", tokens, *us, c.describe());
       auto& slot = best_of[moe_family(c)];
-      if (slot.second.empty() || us < slot.first)
-        slot = {us, c.describe()};
-      if (us < best) {
-        best = us;
+      if (slot.second.empty() || *us < slot.first)
+        slot = {*us, c.describe()};
+      if (*us < best) {
+        best = *us;
         chosen = c;
       }
     }

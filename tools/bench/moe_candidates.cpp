@@ -1,4 +1,4 @@
-// The tile configurations `specjit-bench moe --tune` measures (moe_candidates.h).
+// The tiles `specjit-bench moe --tune` measures (moe_candidates.h).
 #include "moe_candidates.h"
 
 #include <algorithm>
@@ -14,108 +14,129 @@ GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int s
   return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups, split_k, tiles);
 }
 
-} // namespace
-
-std::vector<MoeTileConfig> moe_candidates(const MoeShape& s, int64_t tokens, const Arch& arch) {
-  const int64_t per_expert = (tokens * s.top_k + s.experts - 1) / s.experts;
-  std::vector<MoeTileConfig> list = {default_moe_config(s, tokens, arch)};
-  auto add = [&](int bm, GemmTile g1, GemmTile g2) { list.push_back({bm, g1, g2}); };
-  int bm = 8;
-  while (bm < per_expert && bm < 128)
-    bm *= 2;
-  for (int m : {bm, bm / 2, bm * 2}) {
-    if (m < 8 || m > 256)
-      continue;
-    add(m, wgmma_tile(128, 6, true, 1), wgmma_tile(64, 8, true, 1));
-    add(m, wgmma_tile(128, 4, true, 1), wgmma_tile(64, 6, true, 1));
-    add(m, wgmma_tile(128, 6, true, 2), wgmma_tile(64, 8, true, 2)); // K split in two
-    add(m, wgmma_tile(128, 4, true, 2), wgmma_tile(64, 6, true, 1));
-    add(m, wgmma_tile(128, 8, true, 2), wgmma_tile(64, 4, true, 1));
-    add(m, wgmma_tile(128, 8, true, 1), wgmma_tile(64, 4, true, 2));
-    add(m, wgmma_tile(64, 8, true, 1), wgmma_tile(64, 4, true, 1)); // GEMM1 packed: 2x the CTAs
-    add(m, wgmma_tile(64, 8, true, 2), wgmma_tile(64, 6, true, 1));
-    add(m, wgmma_tile(64, 6, true, 1), wgmma_tile(64, 6, true, 1));
-  }
-  if (per_expert <= 8) {
-    // Split-K clusters: more CTAs streaming weights when few experts are hit.
-    for (int split : {2, 4}) {
-      add(bm, wgmma_tile(128, 6, true, 1, split), wgmma_tile(64, 8, true, 1, split));
-      add(bm, wgmma_tile(128, 6, true, 1, split), wgmma_tile(64, 8, true, 1));
-      add(bm, wgmma_tile(64, 8, true, 1, split), wgmma_tile(64, 8, true, 1, split));
-      add(bm, wgmma_tile(128, 6, true, 2, split), wgmma_tile(64, 8, true, 2, split));
-      add(bm, wgmma_tile(64, 8, true, 2, split), wgmma_tile(64, 6, true, 1, split));
-    }
-    add(bm, wgmma_tile(128, 6, true, 1, 8), wgmma_tile(64, 8, true, 1, 2));
-    add(bm, wgmma_tile(64, 8, true, 1, 8), wgmma_tile(64, 8, true, 1, 4));
-  }
+// Swap-AB tiles of GEMM `gemm` for per_expert tokens an expert.
+std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
+  std::vector<GemmTile> list;
+  // GEMM1: 128 weight rows (gate and up as two MMAs) or 64 (packed: twice the CTAs); GEMM2: 64.
+  const std::vector<int> widths = gemm == 1 ? std::vector<int>{128, 64} : std::vector<int>{64};
+  for (int bn : widths)
+    for (int wg : {1, 2}) // K split across two warpgroups
+      for (int stages : {4, 6, 8})
+        list.push_back(wgmma_tile(bn, stages, true, wg));
+  list.push_back(wgmma_tile(widths[0], 3, true, 1)); // more CTAs per SM
   if (per_expert <= 32) {
+    // Split-K clusters: more CTAs streaming weights when few experts are hit, shorter CTAs
+    // against the last wave's tail.
+    for (int split : {2, 4, 8})
+      for (int bn : widths)
+        for (int wg : {1, 2})
+          list.push_back(wgmma_tile(bn, bn == 128 ? 6 : 8, true, wg, split));
     // Several tiles per CTA: longer pipelines for GEMMs whose K is a few stages.
     for (int tiles : {2, 4, 8})
-      for (const GemmTile& g1 :
-           {wgmma_tile(128, 6, true, 1, 4), wgmma_tile(64, 8, true, 2), wgmma_tile(128, 4, true, 1),
-            wgmma_tile(128, 6, true, 1, 1, tiles)})
-        add(bm, g1, wgmma_tile(64, 8, true, 1, 1, tiles));
+      for (int stages : {4, 6, 8})
+        list.push_back(wgmma_tile(widths[0], stages, true, 1, 1, tiles));
   }
-  for (int wg : {1, 2}) {
-    add(64 * wg, wgmma_tile(256, 4, false, wg), wgmma_tile(256, 4, false, wg)); // bf16 only
-    add(64 * wg, wgmma_tile(128, 5, false, wg), wgmma_tile(128, 5, false, wg));
-    add(64 * wg, wgmma_tile(128, 4, false, wg), wgmma_tile(128, 6, false, wg));
-    add(64 * wg, wgmma_tile(64, 6, false, wg), wgmma_tile(128, 4, false, wg));
-  }
-  if (per_expert >= 32) {
-    // Normal orientation, several tiles per CTA: one setup and pipeline fill for several
-    // weight tiles of a token block, the next tile streaming in under this one's epilogue.
-    for (int wg : {1, 2}) {
-      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 2), wgmma_tile(128, 6, false, wg, 1, 8));
-      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
-      add(64 * wg, wgmma_tile(128, 4, false, wg, 1, 4), wgmma_tile(128, 4, false, wg, 1, 8));
-      add(64 * wg, wgmma_tile(128, 4, false, wg), wgmma_tile(128, 6, false, wg, 1, 4));
-      // Deeper GEMM1 pipelines (FP8 GEMM1 converts only its weights into shared memory).
-      add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 2), wgmma_tile(128, 6, false, wg, 1, 8));
-      add(64 * wg, wgmma_tile(128, 6, false, wg, 1, 4), wgmma_tile(128, 6, false, wg, 1, 16));
-    }
-    // GEMM1 256 columns wide in one warpgroup (each token fragment feeds twice the MMA work;
-    // 226 registers, no spills), with a 128-wide GEMM2 (a 256-wide FP8 GEMM2 spills).
-    add(64, wgmma_tile(256, 4, false, 1), wgmma_tile(128, 6, false, 1, 1, 8));
-    add(64, wgmma_tile(256, 4, false, 1, 1, 2), wgmma_tile(128, 6, false, 1, 1, 8));
-    // ... and in two warpgroups, with registers moved from the producers (setmaxnreg); the
-    // shared memory allows 3 stages.
-    for (int tiles : {1, 2, 4})
-      for (const GemmTile& g2 : {wgmma_tile(128, 4, false, 2), wgmma_tile(128, 6, false, 2, 1, 8),
-                                 wgmma_tile(128, 4, false, 2, 1, 8)})
-        add(128, wgmma_tile(256, 3, false, 2, 1, tiles), g2);
-    // Swap-AB GEMM1 with a normal-orientation GEMM2 over 64-token blocks.
-    add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 8));
-    add(64, wgmma_tile(128, 4, true, 1), wgmma_tile(128, 6, false, 1, 1, 16));
-  }
-  if (per_expert <= 16) {
-    add(16, {64, 1, 4, 4}, {64, 1, 4, 4});
-    add(16, {32, 1, 2, 6}, {32, 1, 2, 6});
-  } else if (per_expert <= 128) {
-    add(64, {128, 2, 2, 4}, {128, 2, 2, 4});
+  return list;
+}
+
+// Normal-orientation tiles of GEMM `gemm` in `wg` warpgroups (64 token rows each).
+std::vector<GemmTile> normal_tiles(int gemm, int wg) {
+  std::vector<GemmTile> list;
+  if (gemm == 1) {
+    for (int stages : {4, 5, 6})
+      for (int tiles : {1, 2, 4})
+        list.push_back(wgmma_tile(128, stages, false, wg, 1, tiles));
+    // 256 wide: each token fragment feeds twice the MMA work (two warpgroups: registers moved
+    // from the producers, 3 stages fit).
+    for (int stages : {3, 4})
+      for (int tiles : {1, 2, 4})
+        list.push_back(wgmma_tile(256, stages, false, wg, 1, tiles));
+    list.push_back(wgmma_tile(64, 6, false, wg));
   } else {
-    add(128, {128, 2, 4, 3}, {128, 2, 4, 3});
+    for (int stages : {4, 6})
+      for (int tiles : {1, 4, 8, 16})
+        list.push_back(wgmma_tile(128, stages, false, wg, 1, tiles));
+    for (int tiles : {1, 2})
+      list.push_back(wgmma_tile(256, 4, false, wg, 1, tiles)); // bf16 (a 256-wide FP8 GEMM2 spills)
   }
-  std::vector<MoeTileConfig> valid;
-  for (const MoeTileConfig& c : list) {
-    if (auto err = check_moe_config(s, c, arch)) {
+  return list;
+}
+
+// The mma.sync tiles of part 1 (both GEMMs alike) and their block size.
+std::pair<int, std::vector<GemmTile>> mma_tiles(int64_t per_expert) {
+  if (per_expert <= 16)
+    return {16, {{64, 1, 4, 4}, {32, 1, 2, 6}}};
+  if (per_expert <= 128)
+    return {64, {{128, 2, 2, 4}}};
+  return {128, {{128, 2, 4, 3}}};
+}
+
+} // namespace
+
+std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens, const Arch& arch) {
+  const int64_t per_expert = (tokens * s.top_k + s.experts - 1) / s.experts;
+  std::vector<MoeCandidateBlock> blocks;
+  auto add = [&](int block_m, int gemm, const GemmTile& t) {
+    if (auto err = check_moe_gemm_tile(s, gemm, block_m, t, arch)) {
       llvm::consumeError(std::move(err));
-      continue;
+      return;
     }
-    if (std::find(valid.begin(), valid.end(), c) == valid.end())
-      valid.push_back(c);
-  }
-  return valid;
+    auto at = std::find_if(blocks.begin(), blocks.end(),
+                           [&](const MoeCandidateBlock& b) { return b.block_m == block_m; });
+    if (at == blocks.end())
+      at = blocks.insert(blocks.end(), MoeCandidateBlock{block_m, {}, {}});
+    std::vector<GemmTile>& list = gemm == 1 ? at->gemm1 : at->gemm2;
+    if (std::find(list.begin(), list.end(), t) == list.end())
+      list.push_back(t);
+  };
+  const MoeTileConfig rule = default_moe_config(s, tokens, arch);
+  add(rule.block_m, 1, rule.gemm1);
+  add(rule.block_m, 2, rule.gemm2);
+  int bm = 8; // the smallest power of two that holds an expert's tokens, at most 128
+  while (bm < per_expert && bm < 128)
+    bm *= 2;
+  // Larger blocks hold all of an expert's tokens, each weight tile read (and FP8 GEMM1: converted)
+  // once; their partly filled MMAs run narrower (moe_with_width).
+  if (per_expert <= 64)
+    for (int m : {bm, bm / 2, bm * 2, bm * 4})
+      if (m >= 8 && m <= 64)
+        for (int gemm : {1, 2})
+          for (const GemmTile& t : swap_tiles(gemm, per_expert))
+            add(m, gemm, t);
+  for (int wg : {1, 2})
+    for (int gemm : {1, 2})
+      for (const GemmTile& t : normal_tiles(gemm, wg))
+        add(64 * wg, gemm, t);
+  const auto [mma_m, mma_list] = mma_tiles(per_expert);
+  for (int gemm : {1, 2})
+    for (const GemmTile& t : mma_list)
+      add(mma_m, gemm, t);
+  // A block size takes part only with tiles for both GEMMs.
+  std::erase_if(blocks,
+                [](const MoeCandidateBlock& b) { return b.gemm1.empty() || b.gemm2.empty(); });
+  return blocks;
+}
+
+std::vector<MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block) {
+  std::vector<MoeTileConfig> configs;
+  const size_t n = std::max(block.gemm1.size(), block.gemm2.size());
+  for (size_t i = 0; i < n; ++i)
+    configs.push_back({block.block_m, block.gemm1[std::min(i, block.gemm1.size() - 1)],
+                       block.gemm2[std::min(i, block.gemm2.size() - 1)]});
+  return configs;
+}
+
+const char* moe_tile_family(const GemmTile& t) {
+  if (t.kernel != MoeGemmKernel::wgmma)
+    return "mma";
+  return t.swap_ab ? "swap_ab" : "normal";
 }
 
 const char* moe_family(const MoeTileConfig& c) {
-  if (c.gemm1.kernel != MoeGemmKernel::wgmma || c.gemm2.kernel != MoeGemmKernel::wgmma)
+  const std::string_view g1 = moe_tile_family(c.gemm1), g2 = moe_tile_family(c.gemm2);
+  if (g1 == "mma" || g2 == "mma")
     return "mma";
-  if (c.gemm1.swap_ab && c.gemm2.swap_ab)
-    return "swap_ab";
-  if (!c.gemm1.swap_ab && !c.gemm2.swap_ab)
-    return "normal";
-  return "mixed";
+  return g1 == g2 ? moe_tile_family(c.gemm1) : "mixed";
 }
 
 } // namespace specjit::bench

@@ -1,5 +1,11 @@
-// The tile configurations `specjit-bench moe --tune` measures per token count, and the kernel
-// family of a configuration (the crossover report's columns).
+// What `specjit-bench moe --tune` measures per token count, and the kernel family of a tile or
+// configuration (the crossover report's columns).
+//
+// The search is factorized: given the token-block size block_m (it fixes the grouping both
+// GEMMs read), GEMM1's tile and GEMM2's tile are independent, so the tuner times each GEMM's
+// candidates alone and then only the best pairs together (GEMM2's programmatic launch overlaps
+// the two, so the pair's time is measured, not summed). That searches the product of the two
+// lists at the cost of their sum.
 #pragma once
 
 #include "runtime/ops/moe_config.h"
@@ -8,14 +14,26 @@
 
 namespace specjit::bench {
 
-// Candidates for `tokens` on `arch` (sm_90a): the default rule's configuration; swap-AB tiles
-// around the tokens per expert (with split-K clusters and several tiles per CTA while few
-// tokens reach each expert); normal-orientation wgmma tiles at every T (the crossover is
-// measured, not assumed); the mma.sync tiles of part 1. Only those check_moe_config accepts,
-// without repeats.
-std::vector<ops::MoeTileConfig> moe_candidates(const ops::MoeShape& s, int64_t tokens,
-                                               const Arch& arch);
+// One token-block size and the tiles to try for each GEMM over it (each valid by
+// check_moe_gemm_tile, without repeats, neither list empty).
+struct MoeCandidateBlock {
+  int block_m = 0;
+  std::vector<ops::GemmTile> gemm1, gemm2;
+};
 
+// Candidates for `tokens` on `arch` (sm_90a): swap-AB tiles for block sizes from half to four
+// times the tokens per expert (up to 64; with split-K clusters and several tiles per CTA while
+// few tokens reach each expert), normal-orientation tiles over blocks of 64 and 128 at every T
+// (the crossover is measured, not assumed), the mma.sync tiles of part 1, and the default
+// rule's tiles.
+std::vector<MoeCandidateBlock> moe_candidates(const ops::MoeShape& s, int64_t tokens,
+                                              const Arch& arch);
+
+// Configurations over `block` that together use every one of its tiles (what to precompile).
+std::vector<ops::MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block);
+
+// "swap_ab", "normal" or "mma".
+const char* moe_tile_family(const ops::GemmTile& t);
 // "swap_ab", "normal", "mixed" (one GEMM of each) or "mma" (any mma.sync GEMM).
 const char* moe_family(const ops::MoeTileConfig& c);
 

@@ -54,9 +54,9 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
   drv.cuEventRecord(start, stream);
   must(fused_moe(engine, s, t, options, stream), "probe");
   drv.cuEventRecord(stop, stream);
-  drv.cuEventSynchronize(stop);
+  must(drv.check(drv.cuEventSynchronize(stop), "probe"), "probe");
   float probe_ms = 0;
-  drv.cuEventElapsedTime(&probe_ms, start, stop);
+  must(drv.check(drv.cuEventElapsedTime(&probe_ms, start, stop), "cuEventElapsedTime"), "timing");
   const int per_graph =
       std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), k_weight_copies, 48);
   must(drv.check(drv.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "capture"),
@@ -74,9 +74,10 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
     drv.cuEventRecord(start, stream);
     must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
     drv.cuEventRecord(stop, stream);
-    drv.cuEventSynchronize(stop);
+    // A kernel that faults surfaces here: fatal, rather than a time from a dead context.
+    must(drv.check(drv.cuEventSynchronize(stop), "replay"), "replay");
     float ms = 0;
-    drv.cuEventElapsedTime(&ms, start, stop);
+    must(drv.check(drv.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"), "timing");
     samples.push_back(ms * 1000.0 / per_graph);
   }
   drv.cuGraphExecDestroy(exec);

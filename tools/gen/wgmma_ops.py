@@ -6,7 +6,9 @@ thread), so each N needs its own asm statement; writing them by hand is error-pr
     python3 tools/gen/wgmma_ops.py > kernels_src/common/wgmma_ops.cuh
 """
 
-SIZES = [8, 16, 32, 64, 128, 256]
+# The tiles' widths (powers of two), and the quarters of a swap-AB token tile that a block
+# partly filled with tokens runs at instead (moe_with_width in moe/wgmma_consume.cuh).
+SIZES = [8, 16, 24, 32, 48, 64, 96, 128, 192, 256]
 TYPES = [  # (C++ name, PTX shape suffix and types, trailing immediates)
     ("e4m3", "k32.f32.e4m3.e4m3", "p, 1, 1"),
     ("bf16", "k16.f32.bf16.bf16", "p, 1, 1, 0, 0"),
