@@ -1,0 +1,83 @@
+// The tuner's candidates (tools/bench/moe_candidates.h), without a GPU: every tile it would time
+// is one the runtime accepts for its GEMM and block size, the rule's configuration is among them,
+// and a candidate set covers both orientations where the crossover is measured.
+#include "moe_candidates.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+using namespace specjit;
+using namespace specjit::ops;
+
+namespace {
+
+const Arch k_sm90a{9, 0, true};
+const MoeShape k_shapes[] = {{128, 8, 2048, 768, MoeDType::fp8},
+                             {8, 2, 4096, 14336, MoeDType::fp8},
+                             {256, 8, 7168, 256, MoeDType::fp8},
+                             {128, 8, 2048, 768, MoeDType::bf16}};
+
+// Why the runtime refuses a tile or configuration ("" when it accepts it).
+std::string why(llvm::Error err) { return err ? llvm::toString(std::move(err)) : ""; }
+
+bool has(const std::vector<GemmTile>& list, const GemmTile& t) {
+  return std::find(list.begin(), list.end(), t) != list.end();
+}
+
+} // namespace
+
+TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among them") {
+  for (const MoeShape& s : k_shapes)
+    for (int64_t tokens : {1, 4, 16, 64, 256, 1024, 4096}) {
+      INFO("experts " << s.experts << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
+      const std::vector<bench::MoeCandidateBlock> blocks =
+          bench::moe_candidates(s, tokens, k_sm90a);
+      REQUIRE(!blocks.empty());
+      bool swap = false, normal = false;
+      for (const bench::MoeCandidateBlock& b : blocks) {
+        CHECK(!b.gemm1.empty());
+        CHECK(!b.gemm2.empty());
+        for (int gemm : {1, 2})
+          for (const GemmTile& t : gemm == 1 ? b.gemm1 : b.gemm2) {
+            CHECK(why(check_moe_gemm_tile(s, gemm, b.block_m, t, k_sm90a)) == "");
+            swap |= bench::moe_tile_family(t) == std::string_view("swap_ab");
+            normal |= bench::moe_tile_family(t) == std::string_view("normal");
+          }
+        // The configurations to precompile use every tile, and each is valid as a whole.
+        const std::vector<MoeTileConfig> configs = bench::moe_candidate_configs(b);
+        for (const MoeTileConfig& c : configs)
+          CHECK(why(check_moe_config(s, c, k_sm90a)) == "");
+        for (const GemmTile& t : b.gemm1)
+          CHECK(std::any_of(configs.begin(), configs.end(),
+                            [&](const MoeTileConfig& c) { return c.gemm1 == t; }));
+        for (const GemmTile& t : b.gemm2)
+          CHECK(std::any_of(configs.begin(), configs.end(),
+                            [&](const MoeTileConfig& c) { return c.gemm2 == t; }));
+      }
+      CHECK(normal); // the crossover is measured at every T
+      if (tokens * s.top_k <= 64 * s.experts)
+        CHECK(swap);
+      const MoeTileConfig rule = default_moe_config(s, tokens, k_sm90a);
+      auto at = std::find_if(blocks.begin(), blocks.end(), [&](const bench::MoeCandidateBlock& b) {
+        return b.block_m == rule.block_m;
+      });
+      REQUIRE(at != blocks.end());
+      CHECK(has(at->gemm1, rule.gemm1));
+      CHECK(has(at->gemm2, rule.gemm2));
+    }
+}
+
+TEST_CASE("the crossover families of tiles and configurations") {
+  const GemmTile swap = GemmTile::wgmma_tile(128, 6, true, 1);
+  const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 1);
+  const GemmTile mma{64, 1, 4, 4};
+  CHECK(std::string_view(bench::moe_tile_family(swap)) == "swap_ab");
+  CHECK(std::string_view(bench::moe_tile_family(normal)) == "normal");
+  CHECK(std::string_view(bench::moe_tile_family(mma)) == "mma");
+  CHECK(std::string_view(bench::moe_family({8, swap, swap})) == "swap_ab");
+  CHECK(std::string_view(bench::moe_family({64, swap, normal})) == "mixed");
+  CHECK(std::string_view(bench::moe_family({64, normal, mma})) == "mma");
+}
