@@ -3,6 +3,8 @@
 // and a candidate set covers both orientations where the crossover is measured.
 #include "moe_candidates.h"
 
+#include "engine_fixture.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -80,4 +82,31 @@ TEST_CASE("the crossover families of tiles and configurations") {
   CHECK(std::string_view(bench::moe_family({8, swap, swap})) == "swap_ab");
   CHECK(std::string_view(bench::moe_family({64, swap, normal})) == "mixed");
   CHECK(std::string_view(bench::moe_family({64, normal, mma})) == "mma");
+}
+
+TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagnostics") {
+  test::TempDir dir;
+  runtime::Engine engine(test::config_in(dir));
+  const MoeShape qwen = k_shapes[0];
+  // The swap-AB tiles of the tuned table compile clean...
+  const MoeTileConfig swap{8, GemmTile::wgmma_tile(128, 6, true, 1),
+                           GemmTile::wgmma_tile(64, 8, true, 1)};
+  for (int gemm : {1, 2}) {
+    auto clean = bench::moe_gemm_compiles_clean(engine, qwen, swap, gemm, 16);
+    REQUIRE_MESSAGE(static_cast<bool>(clean), llvm::toString(clean.takeError()));
+    CHECK(*clean);
+  }
+  // ... part 1's 32-wide FP8 GEMM1 tile on two warps spills 8 bytes (ptxas), so the tuner
+  // skips it, while its GEMM2 twin is clean: each GEMM is judged by its own kernel.
+  const MoeTileConfig mma{16, {32, 1, 2, 6}, {32, 1, 2, 6}};
+  auto gemm1 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 1, 16);
+  REQUIRE_MESSAGE(static_cast<bool>(gemm1), llvm::toString(gemm1.takeError()));
+  CHECK_FALSE(*gemm1);
+  auto gemm2 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 2, 16);
+  REQUIRE_MESSAGE(static_cast<bool>(gemm2), llvm::toString(gemm2.takeError()));
+  CHECK(*gemm2);
+  // A GEMM number other than 1 or 2 is an error that names it.
+  auto none = bench::moe_gemm_compiles_clean(engine, qwen, swap, 3, 16);
+  REQUIRE_FALSE(static_cast<bool>(none));
+  CHECK(llvm::toString(none.takeError()).find("no GEMM3 kernel") != std::string::npos);
 }

@@ -131,13 +131,27 @@ struct MoeBench {
     GemmTile tile;
   };
 
-  // Each of `block`'s tiles of GEMM `gemm` alone (plain stream order), fastest first.
+  // Each of `block`'s tiles of GEMM `gemm` alone (plain stream order), fastest first; tiles
+  // whose variant spills or has a wgmma diagnostic are left out (moe_gemm_compiles_clean).
   std::vector<TimedTile> time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
                                     const MoeCandidateBlock& block, int gemm) {
     std::vector<TimedTile> timed;
     for (const GemmTile& t : gemm == 1 ? block.gemm1 : block.gemm2) {
       const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
                             gemm == 1 ? block.gemm2[0] : t};
+      // Never a variant that spills or whose wgmmas ptxas serialized (the table's must not).
+      auto clean = moe_gemm_compiles_clean(engine, s, c, gemm, tokens);
+      if (!clean) {
+        llvm::errs() << "specjit-bench moe: candidate " << c.describe() << " at T=" << tokens
+                     << " failed: " << llvm::toString(clean.takeError()) << "\n";
+        continue;
+      }
+      if (!*clean) {
+        if (verbose)
+          llvm::errs() << fmt::format("  gemm{} T={:<5} m{:<3}   skipped (spills or C75xx)  {}\n",
+                                      gemm, tokens, block.block_m, t.describe());
+        continue;
+      }
       const auto us =
           time_config(s, b, tokens, c, gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2, false);
       if (!us)

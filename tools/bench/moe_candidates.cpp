@@ -1,6 +1,11 @@
 // The tiles `specjit-bench moe --tune` measures (moe_candidates.h).
 #include "moe_candidates.h"
 
+#include "runtime/ops/fused_moe.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace specjit::bench {
@@ -124,6 +129,30 @@ std::vector<MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block)
     configs.push_back({block.block_m, block.gemm1[std::min(i, block.gemm1.size() - 1)],
                        block.gemm2[std::min(i, block.gemm2.size() - 1)]});
   return configs;
+}
+
+llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const MoeShape& s,
+                                             const MoeTileConfig& config, int gemm,
+                                             int64_t tokens) {
+  FusedMoeOptions options;
+  options.config = config;
+  auto variants = prepare_fused_moe(engine, s, options, {tokens});
+  if (!variants)
+    return variants.takeError();
+  // The GEMM kernels are moe_gemm{1,2}_* (mma.sync) and moe_wgmma{1,2}_*.
+  const std::string mma = fmt::format("moe_gemm{}_", gemm),
+                    wgmma = fmt::format("moe_wgmma{}_", gemm);
+  for (const runtime::Variant* v : *variants) {
+    const llvm::StringRef name(v->kernel_name);
+    if (!name.startswith(mma) && !name.startswith(wgmma))
+      continue;
+    const bool serialized =
+        std::any_of(v->warnings.begin(), v->warnings.end(),
+                    [](const std::string& w) { return w.find("C75") != std::string::npos; });
+    return v->spill_bytes == 0 && !serialized;
+  }
+  return make_error(Errc::invalid_argument, "fused_moe: no GEMM{} kernel among the variants of {}",
+                    gemm, config.describe());
 }
 
 const char* moe_tile_family(const GemmTile& t) {

@@ -8,6 +8,7 @@
 // lists at the cost of their sum.
 #pragma once
 
+#include "runtime/engine.h"
 #include "runtime/ops/moe_config.h"
 
 #include <vector>
@@ -31,6 +32,14 @@ std::vector<MoeCandidateBlock> moe_candidates(const ops::MoeShape& s, int64_t to
 
 // Configurations over `block` that together use every one of its tiles (what to precompile).
 std::vector<ops::MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block);
+
+// Whether GEMM `gemm` (1 or 2) of `config` at `tokens` compiles as a hot variant must: no
+// spills and no wgmma diagnostic (ptxas' C75xx, e.g. serialized wgmmas), by the engine's report
+// of the variant (compiled now, or found in its cache). The tuner times only such tiles, so a
+// table it writes holds only such variants (CI checks the table's again).
+llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const ops::MoeShape& s,
+                                             const ops::MoeTileConfig& config, int gemm,
+                                             int64_t tokens);
 
 // "swap_ab", "normal" or "mma".
 const char* moe_tile_family(const ops::GemmTile& t);
