@@ -61,8 +61,8 @@ __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_bloc
 }
 
 // The rows of a block up to its last slot (slot_of_row filled and visible; called by whole
-// warps). moe_align puts an expert's slots before its padding, so the rows past this count are
-// all padding.
+// warps): every row past this count is padding, whatever the order of slots and padding.
+// (moe_align puts the slots first, so with it the count is the block's number of slots.)
 template <int BLOCK_M> __device__ __forceinline__ int moe_used_rows(const int* slot_of_row) {
   const int lane = static_cast<int>(threadIdx.x & 31);
   int used = 0;

@@ -126,12 +126,12 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
       return acc[h];
   };
   auto fence_target = [&] {
+    if constexpr (PROMOTE) {
 #pragma unroll
-    for (int h = 0; h < G::k_halves; ++h) {
-      if constexpr (PROMOTE)
+      for (int h = 0; h < G::k_halves; ++h)
         fence_registers<k_regs>(part[h]);
-      else
-        fence_registers<k_regs>(acc[h]);
+    } else {
+      moe_fence_acc<G, k_regs>(acc);
     }
   };
   const int first = moe_first_stage<G>();

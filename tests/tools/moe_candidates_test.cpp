@@ -4,6 +4,7 @@
 #include "moe_candidates.h"
 
 #include "engine_fixture.h"
+#include "support/error.h"
 
 #include <doctest/doctest.h>
 
@@ -21,9 +22,6 @@ const MoeShape k_shapes[] = {{128, 8, 2048, 768, MoeDType::fp8},
                              {8, 2, 4096, 14336, MoeDType::fp8},
                              {256, 8, 7168, 256, MoeDType::fp8},
                              {128, 8, 2048, 768, MoeDType::bf16}};
-
-// Why the runtime refuses a tile or configuration ("" when it accepts it).
-std::string why(llvm::Error err) { return err ? llvm::toString(std::move(err)) : ""; }
 
 bool has(const std::vector<GemmTile>& list, const GemmTile& t) {
   return std::find(list.begin(), list.end(), t) != list.end();
@@ -44,14 +42,15 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
         CHECK(!b.gemm2.empty());
         for (int gemm : {1, 2})
           for (const GemmTile& t : gemm == 1 ? b.gemm1 : b.gemm2) {
-            CHECK(why(check_moe_gemm_tile(s, gemm, b.block_m, t, k_sm90a)) == "");
+            CHECK(specjit::summarize(check_moe_gemm_tile(s, gemm, b.block_m, t, k_sm90a)).message ==
+                  "");
             swap |= bench::moe_tile_family(t) == std::string_view("swap_ab");
             normal |= bench::moe_tile_family(t) == std::string_view("normal");
           }
         // The configurations to precompile use every tile, and each is valid as a whole.
         const std::vector<MoeTileConfig> configs = bench::moe_candidate_configs(b);
         for (const MoeTileConfig& c : configs)
-          CHECK(why(check_moe_config(s, c, k_sm90a)) == "");
+          CHECK(specjit::summarize(check_moe_config(s, c, k_sm90a)).message == "");
         for (const GemmTile& t : b.gemm1)
           CHECK(std::any_of(configs.begin(), configs.end(),
                             [&](const MoeTileConfig& c) { return c.gemm1 == t; }));

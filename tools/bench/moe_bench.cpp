@@ -106,6 +106,12 @@ struct MoeBench {
       precompile(engine, s, work);
   }
 
+  // A candidate the device or the compiler rejects: reported, then skipped (never fatal).
+  static void report_failed(const MoeTileConfig& config, int64_t tokens, llvm::Error err) {
+    llvm::errs() << "specjit-bench moe: candidate " << config.describe() << " at T=" << tokens
+                 << " failed: " << llvm::toString(std::move(err)) << "\n";
+  }
+
   // Median µs of `config` running `stages` at `tokens`, or nothing when the device rejects the
   // configuration (reported and skipped, never fatal). One whole layer runs first: the GEMMs
   // read the grouping of the configuration's block_m, and GEMM2 GEMM1's output.
@@ -118,8 +124,7 @@ struct MoeBench {
     llvm::Error err = fused_moe(engine, s, tensors(b, s, tokens), o, stream);
     o.stages = stages;
     if (err) {
-      llvm::errs() << "specjit-bench moe: candidate " << config.describe() << " at T=" << tokens
-                   << " failed: " << llvm::toString(std::move(err)) << "\n";
+      report_failed(config, tokens, std::move(err));
       must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
       return std::nullopt;
     }
@@ -142,8 +147,7 @@ struct MoeBench {
       // Never a variant that spills or whose wgmmas ptxas serialized (the table's must not).
       auto clean = moe_gemm_compiles_clean(engine, s, c, gemm, tokens);
       if (!clean) {
-        llvm::errs() << "specjit-bench moe: candidate " << c.describe() << " at T=" << tokens
-                     << " failed: " << llvm::toString(clean.takeError()) << "\n";
+        report_failed(c, tokens, clean.takeError());
         continue;
       }
       if (!*clean) {
