@@ -83,6 +83,34 @@ TEST_CASE("the crossover families of tiles and configurations") {
   CHECK(std::string_view(bench::moe_family({64, normal, mma})) == "mma");
 }
 
+TEST_CASE("the tuner times together the two best of each GEMM and each family's best pair") {
+  const GemmTile s1 = GemmTile::wgmma_tile(128, 4, true, 1),
+                 s2 = GemmTile::wgmma_tile(64, 4, true, 1);
+  const GemmTile s3 = GemmTile::wgmma_tile(128, 6, true, 2);
+  const GemmTile n1 = GemmTile::wgmma_tile(256, 3, false, 2),
+                 n2 = GemmTile::wgmma_tile(128, 4, false, 2);
+  const GemmTile m1{64, 1, 4, 4}, m2{32, 1, 2, 6};
+  // Ranked fastest first, as the tuner times them alone.
+  const std::vector<GemmTile> gemm1 = {s1, s2, n1, s3, m1};
+  const std::vector<GemmTile> gemm2 = {n2, s3, s2, m2};
+  // The table's configuration is timed anyway; it is not added twice.
+  std::vector<MoeTileConfig> pairs = {{32, s1, n2}};
+  bench::moe_tune_pairs(32, gemm1, gemm2, pairs);
+  const std::vector<MoeTileConfig> want = {{32, s1, n2}, {32, s1, s3}, {32, s2, n2},
+                                           {32, s2, s3},  // the two best of each, crossed
+                                           {32, s1, s3},  // best swap-AB pair (a repeat)
+                                           {32, n1, n2},  // best normal pair
+                                           {32, m1, m2}}; // best mma.sync pair
+  for (const MoeTileConfig& c : want)
+    CHECK_MESSAGE(std::count(pairs.begin(), pairs.end(), c) == 1, c.describe());
+  CHECK(pairs.size() == 6);
+  // A family missing from one GEMM has no pair; one tile per GEMM gives one pair.
+  std::vector<MoeTileConfig> single;
+  bench::moe_tune_pairs(8, {s1}, {n2}, single);
+  REQUIRE(single.size() == 1);
+  CHECK(single[0] == MoeTileConfig{8, s1, n2});
+}
+
 TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagnostics") {
   test::TempDir dir;
   runtime::Engine engine(test::config_in(dir));

@@ -131,16 +131,11 @@ struct MoeBench {
     return time_us(engine, drv, s, b, tokens, o, stream);
   }
 
-  struct TimedTile {
-    double us;
-    GemmTile tile;
-  };
-
-  // Each of `block`'s tiles of GEMM `gemm` alone (plain stream order), fastest first; tiles
+  // `block`'s tiles of GEMM `gemm`, each timed alone (plain stream order), fastest first; tiles
   // whose variant spills or has a wgmma diagnostic are left out (moe_gemm_compiles_clean).
-  std::vector<TimedTile> time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                    const MoeCandidateBlock& block, int gemm) {
-    std::vector<TimedTile> timed;
+  std::vector<GemmTile> time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                   const MoeCandidateBlock& block, int gemm) {
+    std::vector<std::pair<double, GemmTile>> timed;
     for (const GemmTile& t : gemm == 1 ? block.gemm1 : block.gemm2) {
       const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
                             gemm == 1 ? block.gemm2[0] : t};
@@ -165,37 +160,25 @@ struct MoeBench {
                                     block.block_m, *us, t.describe());
       timed.push_back({*us, t});
     }
-    std::sort(timed.begin(), timed.end(),
-              [](const TimedTile& x, const TimedTile& y) { return x.us < y.us; });
-    return timed;
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<GemmTile> ranked;
+    for (const auto& [us, tile] : timed)
+      ranked.push_back(tile);
+    return ranked;
   }
 
   // Tunes the bucket of `tokens` (GEMM-only time, moe_candidates.h): per block size each GEMM's
-  // tiles alone, then together the two best of each GEMM and the best pair of each kernel
-  // family, and `chosen` (the rule's or the table's configuration). Returns the fastest pair
+  // tiles alone, then together the pairs moe_tune_pairs picks from them and `chosen` (the rule's
+  // or the table's configuration). Returns the fastest pair
   // and records the best of each family in the crossover report.
   MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
                             MoeTileConfig chosen) {
     std::vector<MoeTileConfig> pairs = {chosen};
-    auto add_pair = [&](const MoeTileConfig& c) {
-      if (std::find(pairs.begin(), pairs.end(), c) == pairs.end())
-        pairs.push_back(c);
-    };
     for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch())) {
-      const std::vector<TimedTile> g1 = time_alone(s, b, tokens, block, 1);
-      const std::vector<TimedTile> g2 = time_alone(s, b, tokens, block, 2);
-      for (size_t i = 0; i < std::min<size_t>(2, g1.size()); ++i)
-        for (size_t j = 0; j < std::min<size_t>(2, g2.size()); ++j)
-          add_pair({block.block_m, g1[i].tile, g2[j].tile});
-      for (const char* family : {"swap_ab", "normal", "mma"}) {
-        auto of = [&](const TimedTile& t) {
-          return moe_tile_family(t.tile) == std::string_view(family);
-        };
-        auto t1 = std::find_if(g1.begin(), g1.end(), of);
-        auto t2 = std::find_if(g2.begin(), g2.end(), of);
-        if (t1 != g1.end() && t2 != g2.end())
-          add_pair({block.block_m, t1->tile, t2->tile});
-      }
+      const std::vector<GemmTile> gemm1 = time_alone(s, b, tokens, block, 1);
+      const std::vector<GemmTile> gemm2 = time_alone(s, b, tokens, block, 2);
+      moe_tune_pairs(block.block_m, gemm1, gemm2, pairs);
     }
     double best = 1e30;
     std::map<std::string, std::pair<double, std::string>> best_of; // per family

@@ -131,6 +131,25 @@ std::vector<MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block)
   return configs;
 }
 
+void moe_tune_pairs(int block_m, const std::vector<GemmTile>& gemm1_ranked,
+                    const std::vector<GemmTile>& gemm2_ranked, std::vector<MoeTileConfig>& pairs) {
+  auto add = [&](const GemmTile& g1, const GemmTile& g2) {
+    const MoeTileConfig c{block_m, g1, g2};
+    if (std::find(pairs.begin(), pairs.end(), c) == pairs.end())
+      pairs.push_back(c);
+  };
+  for (size_t i = 0; i < std::min<size_t>(2, gemm1_ranked.size()); ++i)
+    for (size_t j = 0; j < std::min<size_t>(2, gemm2_ranked.size()); ++j)
+      add(gemm1_ranked[i], gemm2_ranked[j]);
+  for (const std::string_view family : {"swap_ab", "normal", "mma"}) {
+    auto of = [&](const GemmTile& t) { return moe_tile_family(t) == family; };
+    auto g1 = std::find_if(gemm1_ranked.begin(), gemm1_ranked.end(), of);
+    auto g2 = std::find_if(gemm2_ranked.begin(), gemm2_ranked.end(), of);
+    if (g1 != gemm1_ranked.end() && g2 != gemm2_ranked.end())
+      add(*g1, *g2);
+  }
+}
+
 llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const MoeShape& s,
                                              const MoeTileConfig& config, int gemm,
                                              int64_t tokens) {

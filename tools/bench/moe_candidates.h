@@ -33,6 +33,15 @@ std::vector<MoeCandidateBlock> moe_candidates(const ops::MoeShape& s, int64_t to
 // Configurations over `block` that together use every one of its tiles (what to precompile).
 std::vector<ops::MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block);
 
+// The pairs over block size `block_m` worth timing together, given each GEMM's tiles timed alone
+// and ranked fastest first: the two best of GEMM1 crossed with the two best of GEMM2, and the
+// best pair of each kernel family. Appended to `pairs`, without repeats. (Crossing the best 8
+// of each GEMM with the best 2 of the other instead measured within 1.5 % at T = 1-256 on the
+// H200: docs/bench/moe-decode-experiments-h200.txt.)
+void moe_tune_pairs(int block_m, const std::vector<ops::GemmTile>& gemm1_ranked,
+                    const std::vector<ops::GemmTile>& gemm2_ranked,
+                    std::vector<ops::MoeTileConfig>& pairs);
+
 // Whether GEMM `gemm` (1 or 2) of `config` at `tokens` compiles as a hot variant must: no
 // spills and no wgmma diagnostic (ptxas' C75xx, e.g. serialized wgmmas), by the engine's report
 // of the variant (compiled now, or found in its cache). The tuner times only such tiles, so a
