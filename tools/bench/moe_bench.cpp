@@ -53,6 +53,11 @@ const Model k_models[] = {
     {"deepseek-v3-tp8",
      {256, 8, 7168, 256, MoeDType::fp8},
      {30.1, 53.9, 139.9, 302.6, 359.7, 464.1, 863.8}},
+    // Scaled shapes, only on request (--models mix16,ds512): twice the experts and twice the
+    // top-k, so the same tokens an expert over twice the weights. Against the reference shapes
+    // they separate a launch's fixed cost from its streaming rate (docs/moe.md, "Open").
+    {"mix16-x2", {16, 4, 4096, 14336, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
+    {"ds512-x2", {512, 16, 7168, 256, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
 };
 
 // The token counts of --tokens (all of k_tokens when absent); false on a bad value.
@@ -344,7 +349,9 @@ int run_moe_bench(int argc, char** argv) {
            "                         [--tokens 1,4,...]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
-           "  --verbose  with --tune, every candidate's GEMM us on stderr\n";
+           "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
+           "  --models   also mix16, ds512: Mixtral and DeepSeek scaled to twice the experts and\n"
+           "             top-k (the same tokens an expert, twice the weights; no peer figures)\n";
     return 0;
   }
   std::vector<int64_t> token_counts;
