@@ -53,11 +53,14 @@ const Model k_models[] = {
     {"deepseek-v3-tp8",
      {256, 8, 7168, 256, MoeDType::fp8},
      {30.1, 53.9, 139.9, 302.6, 359.7, 464.1, 863.8}},
-    // Scaled shapes, only on request (--models mix16,ds512): twice the experts and twice the
-    // top-k, so the same tokens an expert over twice the weights. Against the reference shapes
-    // they separate a launch's fixed cost from its streaming rate (docs/moe.md, "Open").
+    // Scaled shapes, only on request (--models mix16,ds512,mix32,ds1k4): two and four times the
+    // experts and the top-k, so the same tokens an expert over two and four times the weights.
+    // Against the reference shapes they separate a launch's fixed cost from its streaming rate
+    // (docs/moe.md, "Open").
     {"mix16-x2", {16, 4, 4096, 14336, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
     {"ds512-x2", {512, 16, 7168, 256, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
+    {"mix32-x4", {32, 8, 4096, 14336, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
+    {"ds1k4-x4", {1024, 32, 7168, 256, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
 };
 
 // The token counts of --tokens (all of k_tokens when absent); false on a bad value.
@@ -350,8 +353,9 @@ int run_moe_bench(int argc, char** argv) {
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
-           "  --models   also mix16, ds512: Mixtral and DeepSeek scaled to twice the experts and\n"
-           "             top-k (the same tokens an expert, twice the weights; no peer figures)\n";
+           "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
+           "             times the experts and top-k: the same tokens an expert over two (four)\n"
+           "             times the weights; no peer figures\n";
     return 0;
   }
   std::vector<int64_t> token_counts;
