@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <string_view>
 
 namespace specjit::bench {
 
@@ -178,8 +177,8 @@ struct MoeBench {
 
   // Tunes the bucket of `tokens` (GEMM-only time, moe_candidates.h): per block size each GEMM's
   // tiles alone, then together the pairs moe_tune_pairs picks from them and `chosen` (the rule's
-  // or the table's configuration). Returns the fastest pair
-  // and records the best of each family in the crossover report.
+  // or the table's configuration). Returns the fastest pair and records the best of each family
+  // in the crossover report.
   MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
                             MoeTileConfig chosen) {
     std::vector<MoeTileConfig> pairs = {chosen};
