@@ -415,6 +415,41 @@ EngineStats Engine::stats() const {
 Arch Engine::arch() const { return m_impl->arch(); }
 const Config& Engine::config() const { return m_impl->config; }
 uint64_t Engine::instance_id() const { return m_impl->instance_id; }
+llvm::Expected<unsigned> Engine::resident_ctas(const Variant& variant, const LaunchConfig& config) {
+  if (variant.function == nullptr)
+    return make_error(Errc::invalid_argument, "kernel {} ({}) is not loaded", variant.kernel_name,
+                      variant.name_expression);
+  if (auto err = m_impl->ensure_context())
+    return err;
+  const Driver& drv = *driver();
+  if (config.shared_bytes > 48 * 1024)
+    if (auto err = drv.check(drv.cuFuncSetAttribute(variant.function,
+                                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    static_cast<int>(config.shared_bytes)),
+                             "cuFuncSetAttribute"))
+      return err;
+  const unsigned threads = config.block[0] * config.block[1] * config.block[2];
+  int per_sm = 0, sms = 0;
+  CUdevice device = 0;
+  if (auto err =
+          drv.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                        &per_sm, variant.function, static_cast<int>(threads), config.shared_bytes),
+                    "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    return err;
+  if (auto err = drv.check(drv.cuCtxGetDevice(&device), "cuCtxGetDevice"))
+    return err;
+  if (auto err = drv.check(
+          drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+          "cuDeviceGetAttribute"))
+    return err;
+  if (per_sm < 1)
+    return make_error(
+        Errc::invalid_argument,
+        "kernel {} ({}): no CTA of {} threads and {} bytes of shared memory fits an SM",
+        variant.kernel_name, variant.name_expression, threads, config.shared_bytes);
+  return static_cast<unsigned>(per_sm * sms);
+}
+
 bool Engine::disk_writable() const { return m_impl->store.writable(); }
 std::string Engine::disk_unusable_reason() const { return m_impl->store.unusable_reason(); }
 llvm::Error Engine::make_context_current() { return m_impl->ensure_context(); }

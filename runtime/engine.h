@@ -124,6 +124,11 @@ public:
   llvm::Error launch_packed(const Variant& variant, const LaunchConfig& config,
                             const void* const* arguments, const size_t* sizes, size_t count);
 
+  // CTAs of a loaded variant the device holds at once with config's block size and shared
+  // memory (CTAs per SM by the driver's occupancy calculator x SMs): the grid of a persistent
+  // kernel, whose CTAs may wait for each other.
+  llvm::Expected<unsigned> resident_ctas(const Variant& variant, const LaunchConfig& config);
+
   // From now on compiles are `serving` phase; with SPECJIT_STRICT=error they fail.
   void seal();
   bool sealed() const;

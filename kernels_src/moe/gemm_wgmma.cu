@@ -142,12 +142,84 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   for (int t = 0; t < G::k_tiles_per_cta; ++t) {
     b.tile = first_tile + t;
     float acc[G::k_halves][G::k_acc];
-    moe_wgmma_consume<G>(b, t, acc);
+    moe_wgmma_consume<G>(b, t * G::k_k_tiles, 0, G::k_k_tiles, acc);
     if (!moe_wgmma_reduce<G>(b, acc) || !moe_wgmma_split_reduce<G>(b, acc))
       return;
     moe_wgmma_pair_up<G>(b, acc);
     epilogue(b, acc);
   }
+}
+
+// Stream-K (TILES == 0): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
+// tile whose first stages another CTA holds is left to it (moe_stream_k_leave); a tile whose
+// last stages other CTAs hold is completed from theirs (moe_stream_k_gather) before its
+// epilogue. The consumers recompute the block's slots when the token block changes.
+template <class G, class Epilogue>
+__device__ __forceinline__ void
+moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+                   const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+                   int num_slots, int a_row_divisor, int w_row_half, bool depends,
+                   unsigned char* scratch, Epilogue&& epilogue) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
+  __shared__ int a_rows[G::k_tok];      // the producer's
+  __shared__ int slot_of_row[G::k_tok]; // the consumers'
+  MoeWgmmaBlock b;
+  MoeStreamK sk;
+  long long begin, end;
+  if (!moe_stream_k_setup<G>(num_post_padded, smem, bars, b, sk, begin, end))
+    return;
+  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+    grid_launch_dependents();
+  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    moe_stream_k_produce<G>(b, begin, end, &w_map, a, a_map, a_rows, sorted_ids, expert_ids,
+                            num_slots, a_row_divisor, w_row_half, depends);
+    return;
+  }
+  const int cta = static_cast<int>(blockIdx.x);
+  b.slot_of_row = slot_of_row;
+  b.m_block = -1;
+#pragma unroll 1
+  for (long long u = begin; u < end;) {
+    const MoeStreamStep<G> st(u);
+    const int k1 =
+        static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
+    if (st.m_block != b.m_block) {
+      named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
+      moe_block_rows_by<G::k_tok>(sorted_ids, st.m_block, num_slots, a_row_divisor, nullptr,
+                                  slot_of_row, static_cast<int>(threadIdx.x), 128);
+      named_barrier(5, 128);
+      b.m_block = st.m_block;
+      b.expert = expert_ids[st.m_block];
+      b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
+    }
+    b.tile = st.tile;
+    float acc[G::k_halves][G::k_acc];
+    moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
+    if (st.k > 0) {
+      moe_stream_k_leave<G>(scratch, cta, acc);
+    } else {
+      if (k1 < G::k_k_tiles)
+        moe_stream_k_gather<G>(scratch, sk, cta, u + G::k_k_tiles, acc);
+      epilogue(b, acc);
+    }
+    u += k1 - st.k;
+  }
+}
+
+// Either schedule.
+template <class G, class Epilogue>
+__device__ __forceinline__ void
+moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+              const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+              int num_slots, int a_row_divisor, int w_row_half, bool depends,
+              unsigned char* scratch, Epilogue&& epilogue) {
+  if constexpr (G::k_stream_k)
+    moe_wgmma_stream_k<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
+                          a_row_divisor, w_row_half, depends, scratch, epilogue);
+  else
+    moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
+                      a_row_divisor, w_row_half, depends, epilogue);
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
@@ -162,7 +234,8 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
                 const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a1_scale,
                 const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
-                unsigned char* __restrict__ intermediate, int num_tokens, int top_k) {
+                unsigned char* __restrict__ intermediate, unsigned char* __restrict__ scratch,
+                int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -192,8 +265,8 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       }
     });
   };
-  moe_wgmma_main<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
-                    top_k, N, false, epilogue);
+  moe_wgmma_run<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
+                   top_k, N, false, scratch, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -202,7 +275,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a2_scale,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
-                unsigned short* __restrict__ slot_out, int num_tokens, int top_k) {
+                unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
+                int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -224,8 +298,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
         store_u16(out, static_cast<unsigned short>(packed));
     });
   };
-  moe_wgmma_main<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
-                    num_slots, 0, 0, true, epilogue);
+  moe_wgmma_run<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
+                   num_slots, 0, 0, true, scratch, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
@@ -241,19 +315,21 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a1_scale,                 \
       const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
-      unsigned char *__restrict__ intermediate, int num_tokens, int top_k
+      unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch,               \
+      int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
   w13_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale, a2_scale,         \
-      intermediate, num_tokens, top_k
+      intermediate, scratch, num_tokens, top_k
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
-  const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,       \
+  const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
-      unsigned short *__restrict__ slot_out, int num_tokens, int top_k
+      unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch, int num_tokens,  \
+      int top_k
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
-  w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,         \
-      topk_weights, slot_out, num_tokens, top_k
+  w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
+      topk_weights, slot_out, scratch, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)

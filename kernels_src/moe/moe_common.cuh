@@ -45,19 +45,30 @@ __device__ __forceinline__ unsigned ballot(bool predicate) {
 // SiLU of the gated GEMM1 epilogue (x / (1 + e^-x)), shared by the mma.sync and wgmma GEMMs.
 __device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
 
-// The rows of block m_block of BLOCK_M sorted slots, filled by the whole CTA: slot_of_row[r] (-1
-// for padding) and a_rows[r], the row of A: slot / a_row_divisor (GEMM1: the slot's token), or
-// with a_row_divisor 0 the row's sorted position (GEMM2: GEMM1 writes the intermediate in sorted
-// order, see moe_intermediate_row).
+// The rows of block m_block of BLOCK_M sorted slots: slot_of_row[r] (-1 for padding) and
+// a_rows[r], the row of A: slot / a_row_divisor (GEMM1: the slot's token), or with
+// a_row_divisor 0 the row's sorted position (GEMM2: GEMM1 writes the intermediate in sorted
+// order, see moe_intermediate_row). Rows first, first + step, ... by this thread; either output
+// may be null.
+template <int BLOCK_M>
+__device__ __forceinline__ void moe_block_rows_by(const int* sorted_ids, int m_block, int num_slots,
+                                                  int a_row_divisor, int* a_rows, int* slot_of_row,
+                                                  int first, int step) {
+  for (int r = first; r < BLOCK_M; r += step) {
+    const int slot = sorted_ids[m_block * BLOCK_M + r];
+    const bool valid = slot >= 0 && slot < num_slots;
+    if (slot_of_row != nullptr)
+      slot_of_row[r] = valid ? slot : -1;
+    if (a_rows != nullptr)
+      a_rows[r] = !valid ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
+  }
+}
+// The same, filled by the whole CTA.
 template <int BLOCK_M>
 __device__ __forceinline__ void moe_block_rows(const int* sorted_ids, int m_block, int num_slots,
                                                int a_row_divisor, int* a_rows, int* slot_of_row) {
-  for (int r = static_cast<int>(threadIdx.x); r < BLOCK_M; r += static_cast<int>(blockDim.x)) {
-    const int slot = sorted_ids[m_block * BLOCK_M + r];
-    const bool valid = slot >= 0 && slot < num_slots;
-    slot_of_row[r] = valid ? slot : -1;
-    a_rows[r] = !valid ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
-  }
+  moe_block_rows_by<BLOCK_M>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row,
+                             static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
 }
 
 // The rows of a block up to its last slot (slot_of_row filled and visible; called by whole

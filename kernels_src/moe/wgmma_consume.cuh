@@ -107,8 +107,8 @@ __device__ __forceinline__ void moe_stage_descs(unsigned w_tile, unsigned t_tile
 // Straight from the stage: bf16 (fp32 accumulation), or e4m3 whose stage sums (four k32 MMAs)
 // are promoted into fp32 registers (PROMOTE). MMAs WIDTH wide (moe_with_width).
 template <class G, WgmmaType TYPE, bool PROMOTE, int WIDTH>
-__device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int step0,
-                                                   float (&acc)[G::k_halves][G::k_acc]) {
+__device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int step0, int k0,
+                                                   int k1, float (&acc)[G::k_halves][G::k_acc]) {
   constexpr int k_regs = WIDTH / 2; // accumulators the MMAs write
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   // Normal orientation without promotion keeps one group in flight and releases a stage one
@@ -134,10 +134,10 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
       moe_fence_acc<G, k_regs>(acc);
     }
   };
-  const int first = moe_first_stage<G>();
+  const int first = k0 + moe_first_stage<G>();
   if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
 #pragma unroll 1
-    for (int kt = first; kt < G::k_k_tiles; ++kt) {
+    for (int kt = first; kt < k1; ++kt) {
       moe_wait_stage<G>(b, step0 + kt);
       moe_release_stage<G>(b, step0 + kt);
     }
@@ -145,7 +145,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
     return;
   }
 #pragma unroll 1
-  for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
+  for (int kt = first; kt < k1; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     if constexpr (!G::k_a_tma) // token rows gathered by cp.async (generic proxy), read by wgmma
       fence_proxy_async_shared();
@@ -172,7 +172,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
     }
     if constexpr (k_in_flight) {
       wgmma_wait<1>();
-      if (kt > 0)
+      if (kt > first)
         moe_release_stage<G>(b, step0 + kt - 1);
     } else {
       wgmma_wait<0>();
@@ -181,7 +181,7 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
   }
   wgmma_wait<0>();
   if constexpr (k_in_flight) // the last stage, for the CTA's next tile
-    moe_release_stage<G>(b, step0 + G::k_k_tiles - 1);
+    moe_release_stage<G>(b, step0 + k1 - 1);
   moe_fence_acc<G>(acc);
 }
 
@@ -241,8 +241,8 @@ __device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, u
 // same permuted k order, double-buffered per warpgroup. The stage is released as soon as its
 // ldmatrix loads have returned. MMAs WIDTH wide: only the first WIDTH token rows are converted.
 template <class G, int WIDTH>
-__device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0,
-                                                     float (&acc)[G::k_halves][G::k_acc]) {
+__device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0, int k0,
+                                                     int k1, float (&acc)[G::k_halves][G::k_acc]) {
   static_assert(G::k_swap, "register A is the weights: swap-AB only");
   if constexpr (WIDTH < G::k_mma_n)
     moe_zero_acc<G>(acc);
@@ -252,9 +252,9 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   const int lane = tid & 31;
   constexpr int k_t16_bytes = 2 * G::k_tok * 128;
   const unsigned t16_base = b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
-  const int first = moe_first_stage<G>();
+  const int first = k0 + moe_first_stage<G>();
 #pragma unroll 1
-  for (int kt = first; kt < G::k_k_tiles; kt += G::k_split) {
+  for (int kt = first; kt < k1; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
     const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
     moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
@@ -375,20 +375,21 @@ __device__ __forceinline__ void moe_consume_f16_normal(const MoeWgmmaBlock& b, i
   moe_fence_acc<G>(acc);
 }
 
+// The K stages k0 .. k1 - 1 of the CTA's current tile into acc; stage k lives in pipeline step
+// step0 + k. Fixed schedule: all of K (0 .. k_k_tiles); stream-K: the CTA's part of it.
 template <class G>
-__device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int tile_index,
+__device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int step0, int k0, int k1,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
-  const int step0 = tile_index * G::k_k_tiles;
   moe_with_width<G>(b.used_rows, [&](auto width) {
     constexpr int k_width = decltype(width)::value;
     if constexpr (!G::k_fp8)
-      moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, acc);
+      moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (!G::k_gated)
-      moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, acc);
+      moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_swap)
-      moe_consume_f16_regs<G, k_width>(b, step0, acc);
+      moe_consume_f16_regs<G, k_width>(b, step0, k0, k1, acc);
     else
-      moe_consume_f16_normal<G>(b, step0, acc);
+      moe_consume_f16_normal<G>(b, step0, acc); // normal orientation: fixed schedule, all of K
   });
 }
 
@@ -467,6 +468,74 @@ __device__ __forceinline__ bool moe_wgmma_split_reduce(const MoeWgmmaBlock& b,
           acc[h][i] += partial[((r - 1) * k_values + h * G::k_acc + i) * 128 + tid];
     named_barrier(4, 128); // the stage memory is reused by moe_wgmma_pair_up
     return true;
+  }
+}
+
+// Stream-K: a tile whose K stages are split between CTAs. The CTA holding its first stages (the
+// head: its last piece of work) adds the other pieces (each the first piece of work of a later
+// CTA) in order of K and writes the outputs, so the result does not depend on timing; the
+// others leave their sums in their CTA's slot of the global scratch and raise its flag. Each
+// CTA has at most one such piece, done first, so the head rarely waits; every CTA is resident
+// at once (the grid is sized to fit), so it never waits on a CTA that cannot run. The head
+// lowers the flag again: the flags are zero between launches (moe_align zeroes them first).
+// Called by the consumer warpgroup; named barrier 5 is theirs.
+__device__ __forceinline__ void moe_flag_raise(int* flag) {
+  asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(flag) : "memory");
+}
+__device__ __forceinline__ bool moe_flag_raised(const int* flag) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v != 0;
+}
+__device__ __forceinline__ float moe_load_l2(const float* address) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(address) : "memory");
+  return v;
+}
+
+template <class G>
+__device__ __forceinline__ void moe_stream_k_leave(unsigned char* scratch, int cta,
+                                                   const float (&acc)[G::k_halves][G::k_acc]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  int* flags = reinterpret_cast<int*>(scratch);
+  float* slot = reinterpret_cast<float*>(flags + k_stream_k_max_ctas) +
+                static_cast<long long>(cta) * k_stream_k_slot_floats;
+#pragma unroll
+  for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+    for (int i = 0; i < G::k_acc; ++i)
+      slot[(h * G::k_acc + i) * 128 + tid] = acc[h][i];
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  named_barrier(5, 128);
+  if (tid == 0)
+    moe_flag_raise(flags + cta);
+}
+
+// The head of a split tile: adds the pieces of CTAs cta + 1, ... that start before the tile's
+// end (`tile_end`, in steps), in order.
+template <class G>
+__device__ __forceinline__ void moe_stream_k_gather(unsigned char* scratch, const MoeStreamK& sk,
+                                                    int cta, long long tile_end,
+                                                    float (&acc)[G::k_halves][G::k_acc]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  int* flags = reinterpret_cast<int*>(scratch);
+  const float* slots = reinterpret_cast<const float*>(flags + k_stream_k_max_ctas);
+#pragma unroll 1
+  for (int c = cta + 1; c < sk.ctas && sk.begin(c) < tile_end; ++c) {
+    if (sk.begin(c) == sk.begin(c + 1))
+      continue; // no steps
+    if (tid == 0)
+      while (!moe_flag_raised(flags + c)) {
+      }
+    named_barrier(5, 128);
+    const float* slot = slots + static_cast<long long>(c) * k_stream_k_slot_floats;
+#pragma unroll
+    for (int h = 0; h < G::k_halves; ++h)
+#pragma unroll
+      for (int i = 0; i < G::k_acc; ++i)
+        acc[h][i] += moe_load_l2(slot + (h * G::k_acc + i) * 128 + tid);
+    if (tid == 0)
+      flags[c] = 0;
   }
 }
 

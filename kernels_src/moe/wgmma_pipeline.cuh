@@ -6,6 +6,13 @@
 // its copies have landed, so the producer never waits for its own copies. GEMM2's token rows
 // are contiguous (the intermediate is in sorted order), one more TMA box on the same barrier.
 // Consumers arrive on `empty` once nothing reads the stage any more.
+//
+// Two schedules. Fixed (TILES >= 1): each CTA of a grid launched for the worst case computes one
+// token block's TILES consecutive weight tiles (a K part of them with split-K), in grouped
+// order. Stream-K (TILES == 0, swap-AB): a grid of as many CTAs as fit on the GPU at once, each
+// taking an equal, contiguous share of all (token block, tile, K stage) steps, so that no SM
+// idles while others finish a last wave, and no CTA pays a setup and pipeline fill per tile
+// (moe_stream_k_*; the partial sums of tiles split between CTAs meet in global memory).
 #pragma once
 
 #include "common/fp8.cuh"
@@ -14,6 +21,12 @@
 #include "moe/moe_common.cuh"
 
 namespace specjit_kernels {
+
+// Stream-K's global scratch (the workspace's, zeroed by moe_align): k_stream_k_max_ctas flags,
+// then as many slots of k_stream_k_slot_floats partial sums (64 x TOK per MMA, TOK <= 32, two
+// MMAs for GEMM1). runtime/ops/moe_detail.h has the same numbers.
+inline constexpr int k_stream_k_max_ctas = 1024;
+inline constexpr int k_stream_k_slot_floats = 2 * 64 * 32;
 
 template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
@@ -58,8 +71,12 @@ struct MoeWgmma {
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
   // CTAs for GEMMs whose K is a few stages only, and (normal orientation) one CTA setup and
   // pipeline fill for several tiles of the same token block.
-  static constexpr int k_tiles_per_cta = TILES;
-  static constexpr int k_steps = k_k_tiles * TILES; // pipeline stages a CTA streams
+  static constexpr int k_tiles_per_cta = TILES == 0 ? 1 : TILES;
+  static constexpr int k_steps = k_k_tiles * k_tiles_per_cta; // stages a CTA streams (fixed)
+  // Stream-K (TILES == 0): one consumer warpgroup whose tile sums fit the global partials'
+  // slot (k_stream_k_slot_floats), no split-K clusters, no packed GEMM1 (its epilogue borrows
+  // the stage memory, which the next tile's stages already fill).
+  static constexpr bool k_stream_k = TILES == 0;
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
   static_assert(SPLITK == 1 || SWAP, "split-K: swap-AB only");
@@ -72,7 +89,10 @@ struct MoeWgmma {
                 "swap-AB with two warpgroups: an even number of stages");
   static_assert(TILES == 1 || !SWAP || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
                 "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
-  static_assert((N / k_out_cols) % TILES == 0, "whole tiles per CTA");
+  static_assert(!k_stream_k || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) &&
+                                (GATED ? 2 : 1) * 64 * TOK <= k_stream_k_slot_floats),
+                "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
+  static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
   static_assert(!SWAP || k_out_cols == 64 || k_packed, "swap-AB: 64 output columns per CTA");
@@ -160,35 +180,70 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   return true;
 }
 
-// The producer warps (k_producers threads; thread 0 issues the TMA loads). `depends` (GEMM2):
-// the token rows are the previous kernel's output, so the first stages' weights are requested
-// before griddepcontrol.wait and the token rows after it; under a programmatic launch the weight
-// stream overlaps the end of GEMM1. Token rows: GEMM1 gathers them from `a` by a_rows; GEMM2
-// loads the block's rows of `a_map` with TMA.
+// One pipeline step's loads, by the producer warps (k_producers threads; thread 0 issues the
+// TMA loads). Step kt lives in stage kt % STAGES. Weights: the stage's `full` barrier expects
+// their bytes once its previous use has been released (`empty`); GEMM1 loads its gate half and
+// its up half (w_row_half rows further) as two boxes.
+template <class G>
+__device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const TmaDesc* w_map,
+                                                 int kt, int k_byte, int w_row0, int expert,
+                                                 int w_row_half) {
+  const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
+  const int s = kt % G::k_stages_value;
+  const unsigned full = b.full_bar + 8 * s;
+  mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
+  if (producer == 0) {
+    const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
+    // With TMA token rows the producer arrives once those are requested too (moe_load_tokens).
+    if constexpr (G::k_a_tma)
+      mbarrier_expect_tx(full, G::k_w_tile_bytes);
+    else
+      mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
+    tma_load_3d(w_tile, w_map, full, k_byte, w_row0, expert);
+    if constexpr (G::k_gated)
+      tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, k_byte, w_row0 + w_row_half, expert);
+  }
+}
+// Token rows of step kt: GEMM1 gathers them from `a` by a_rows (cp.async, each producer thread
+// arriving once its copies have landed); GEMM2 loads rows m_block * TOK.. of `a_map` (TMA).
+template <class G>
+__device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const unsigned char* a,
+                                                const TmaDesc* a_map, const int* a_rows, int kt,
+                                                int k_byte, int m_block) {
+  const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
+  const unsigned full = b.full_bar + 8 * (kt % G::k_stages_value);
+  const unsigned t_tile = b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
+  if constexpr (G::k_a_tma) {
+    if (producer == 0) {
+      mbarrier_arrive_expect_tx(full, G::k_tok * 128);
+      tma_load_3d(t_tile, a_map, full, k_byte, m_block * G::k_tok, 0);
+    }
+  } else {
+#pragma unroll
+    for (int c = producer; c < G::k_tok * 8; c += G::k_producers) {
+      const int r = c >> 3, chunk = c & 7;
+      const int row = a_rows[r];
+      const unsigned char* src =
+          a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes + k_byte + chunk * 16;
+      cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
+    }
+    cp_async_mbarrier_arrive(full);
+  }
+}
+
+// The producer warps of the fixed schedule. `depends` (GEMM2): the token rows are the previous
+// kernel's output, so the first stages' weights are requested before griddepcontrol.wait and
+// the token rows after it; under a programmatic launch the weight stream overlaps the end of
+// GEMM1.
 template <class G>
 __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
                                                   const unsigned char* a, const TmaDesc* a_map,
                                                   const int* a_rows, int w_row_half, bool depends) {
-  const int producer = static_cast<int>(threadIdx.x) - G::k_consumers; // 0 .. k_producers - 1
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
+  auto k_byte = [&](int kt) { return (b.k_tile0 + kt % G::k_k_tiles) * 128; };
   auto load_weights = [&](int kt) {
-    const int s = kt % G::k_stages_value;
-    const unsigned full = b.full_bar + 8 * s;
-    mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
-    if (producer == 0) {
-      const unsigned w_tile = b.tiles + s * G::k_stage_bytes;
-      // With TMA token rows the producer arrives once those are requested too (below).
-      if constexpr (G::k_a_tma)
-        mbarrier_expect_tx(full, G::k_w_tile_bytes);
-      else
-        mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
-      const int k_byte = (b.k_tile0 + kt % G::k_k_tiles) * 128;
-      const int w_row0 = (b.tile + kt / G::k_k_tiles) * G::k_out_cols;
-      tma_load_3d(w_tile, w_map, full, k_byte, w_row0, b.expert);
-      if constexpr (G::k_gated)
-        tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, k_byte, w_row0 + w_row_half,
-                    b.expert);
-    }
+    moe_load_weights<G>(b, w_map, kt, k_byte(kt), (b.tile + kt / G::k_k_tiles) * G::k_out_cols,
+                        b.expert, w_row_half);
   };
   const int prefetched =
       depends ? (G::k_steps < G::k_stages_value ? G::k_steps : G::k_stages_value) : 0;
@@ -201,26 +256,98 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
   for (int kt = 0; kt < G::k_steps; ++kt) {
     if (kt >= prefetched)
       load_weights(kt);
-    const unsigned t_tile =
-        b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
-    if constexpr (G::k_a_tma) {
-      if (producer == 0) {
-        const unsigned full = b.full_bar + 8 * (kt % G::k_stages_value);
-        mbarrier_arrive_expect_tx(full, G::k_tok * 128);
-        tma_load_3d(t_tile, a_map, full, (b.k_tile0 + kt % G::k_k_tiles) * 128,
-                    b.m_block * G::k_tok, 0);
+    moe_load_tokens<G>(b, a, a_map, a_rows, kt, k_byte(kt), b.m_block);
+  }
+  cp_async_wait<0>(); // no copy outlives its thread
+}
+
+// Stream-K: the CTAs' shares of `total` steps (token blocks x tiles x K stages, in that order
+// of significance, so a CTA's consecutive tiles share their token block): CTA c takes steps
+// begin(c) .. begin(c + 1) - 1.
+struct MoeStreamK {
+  long long total;
+  int ctas;
+  __device__ __forceinline__ long long begin(int cta) const { return cta * total / ctas; }
+};
+// One step of the stream: token block, tile, and K stage (of k_k_tiles) of step u.
+template <class G> struct MoeStreamStep {
+  int m_block, tile, k;
+  __device__ __forceinline__ explicit MoeStreamStep(long long u) {
+    constexpr int k_tiles = G::k_n / G::k_out_cols;
+    const long long item = u / G::k_k_tiles;
+    k = static_cast<int>(u % G::k_k_tiles);
+    m_block = static_cast<int>(item / k_tiles);
+    tile = static_cast<int>(item % k_tiles);
+  }
+};
+
+// Stream-K setup: the CTA's steps [begin, end) and its barriers. Returns false when it has none
+// (fewer steps than CTAs).
+template <class G>
+__device__ __forceinline__ bool
+moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned long long* bars,
+                   MoeWgmmaBlock& b, MoeStreamK& sk, long long& begin, long long& end) {
+  sk.total =
+      static_cast<long long>(*num_post_padded / G::k_tok) * (G::k_n / G::k_out_cols) * G::k_k_tiles;
+  sk.ctas = static_cast<int>(gridDim.x);
+  begin = sk.begin(static_cast<int>(blockIdx.x));
+  end = sk.begin(static_cast<int>(blockIdx.x) + 1);
+  if (begin >= end)
+    return false;
+  b.k_tile0 = 0;
+  b.tiles = (shared_address(smem) + 1023) & ~1023u;
+  b.tiles_generic = smem + (b.tiles - shared_address(smem));
+  b.full_bar = shared_address(bars);
+  b.empty_bar = b.full_bar + 8 * G::k_stages_value;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < G::k_stages_value; ++s) {
+      mbarrier_init(b.full_bar + 8 * s, G::k_full_arrivals);
+      mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  return true;
+}
+
+// The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
+// the block changes (GEMM1: a_rows, which only this warp reads). `depends` as in
+// moe_wgmma_produce.
+template <class G>
+__device__ __forceinline__ void
+moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, const TmaDesc* w_map,
+                     const unsigned char* a, const TmaDesc* a_map, int* a_rows,
+                     const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
+                     int w_row_half, bool depends) {
+  static_assert(G::k_producers == 32, "one producer warp");
+  auto load_weights = [&](long long u) {
+    const MoeStreamStep<G> st(u);
+    moe_load_weights<G>(b, w_map, static_cast<int>(u - begin), st.k * 128, st.tile * G::k_out_cols,
+                        expert_ids[st.m_block], w_row_half);
+  };
+  const long long prefetched =
+      depends ? (end - begin < G::k_stages_value ? end - begin : G::k_stages_value) : 0;
+#pragma unroll 1
+  for (long long u = begin; u < begin + prefetched; ++u)
+    load_weights(u);
+  if (depends)
+    grid_dependency_wait();
+  int rows_of = -1; // the token block a_rows holds
+#pragma unroll 1
+  for (long long u = begin; u < end; ++u) {
+    if (u >= begin + prefetched)
+      load_weights(u);
+    const MoeStreamStep<G> st(u);
+    if constexpr (!G::k_a_tma) {
+      if (st.m_block != rows_of) { // the previous block's copies are all issued
+        __syncwarp();
+        moe_block_rows_by<G::k_tok>(sorted_ids, st.m_block, num_slots, a_row_divisor, a_rows,
+                                    nullptr, static_cast<int>(threadIdx.x) & 31, 32);
+        __syncwarp();
+        rows_of = st.m_block;
       }
-      continue;
     }
-#pragma unroll
-    for (int c = producer; c < G::k_tok * 8; c += G::k_producers) {
-      const int r = c >> 3, chunk = c & 7;
-      const int row = a_rows[r];
-      const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes +
-                                 (b.k_tile0 + kt % G::k_k_tiles) * 128 + chunk * 16;
-      cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
-    }
-    cp_async_mbarrier_arrive(b.full_bar + 8 * (kt % G::k_stages_value));
+    moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
   cp_async_wait<0>(); // no copy outlives its thread
 }

@@ -6,6 +6,9 @@
 #include "support/error.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
 
 #include <set>
 
@@ -55,8 +58,25 @@ int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.interm
 
 // CTAs of a wgmma GEMM's 1-D grid: groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh,
 // setup) x tile groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
+// Stream-K tiles: as many as the device holds at once (they may wait for each other), at most
+// one per step and k_stream_k_max_ctas (the workspace's scratch slots).
 int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
   return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
+}
+llvm::Expected<unsigned> stream_k_ctas(runtime::Engine& engine, const runtime::Variant& variant,
+                                       const runtime::LaunchConfig& launch, int64_t blocks,
+                                       int64_t rows, int64_t k_bytes, const GemmTile& tile) {
+  thread_local llvm::DenseMap<const runtime::Variant*, unsigned> resident;
+  auto it = resident.find(&variant);
+  if (it == resident.end()) {
+    auto ctas = engine.resident_ctas(variant, launch);
+    if (!ctas)
+      return ctas.takeError();
+    it = resident.try_emplace(&variant, *ctas).first;
+  }
+  const int64_t steps = blocks * (rows / tile.block_n) * (k_bytes / 128);
+  return static_cast<unsigned>(
+      std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas}, steps}));
 }
 
 } // namespace
@@ -102,7 +122,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   const CUdeviceptr topk_weights = w + l.topk_weights, topk_ids = w + l.topk_ids,
                     sorted = w + l.sorted_ids, expert_ids = w + l.expert_ids,
                     npp = w + l.num_post_padded, inter = w + l.intermediate,
-                    slot_out = w + l.slot_out;
+                    slot_out = w + l.slot_out, scratch = w + l.stream_k;
   const int n_tokens = static_cast<int>(tokens), top_k = static_cast<int>(s.top_k);
 
   if (options.stages & moe_stage_route)
@@ -114,7 +134,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (auto err = moe_align(engine, {topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
                              config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
                              {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
-                             {npp, DType::i32, {1}, {}}, false, stream))
+                             {npp, DType::i32, {1}, {}}, false, stream,
+                             {w + l.stream_k, DType::i32, {k_stream_k_max_ctas}, {}}))
       return err;
   for (int gemm = 1; gemm <= 2; ++gemm) {
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
@@ -154,10 +175,19 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           {128, box_rows, 1});
       if (!map)
         return map.takeError();
+      if (tile.stream_k) {
+        auto variant = get_variant(engine, index, values);
+        if (!variant)
+          return variant.takeError();
+        auto ctas = stream_k_ctas(engine, **variant, launch, blocks, rows, k_bytes, tile);
+        if (!ctas)
+          return ctas.takeError();
+        launch.grid[0] = *ctas;
+      }
       if (gemm == 1) {
-        err = launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted,
-                             expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
-                             inter, n_tokens, top_k);
+        err = launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted, expert_ids,
+                             npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter,
+                             scratch, n_tokens, top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -166,7 +196,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         if (!inter_map)
           return inter_map.takeError();
         err = launch_variant(engine, index, values, launch, *map, *inter_map, sorted, expert_ids,
-                             npp, t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out,
+                             npp, t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
                              n_tokens, top_k);
       }
     } else {

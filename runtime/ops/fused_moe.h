@@ -49,8 +49,11 @@ llvm::Error check_moe_shape(const MoeShape& shape);
 struct MoeWorkspaceLayout {
   size_t topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
          intermediate = 0, slot_out = 0;
-  size_t bytes = 0;           // total
-  int64_t max_padded = 0;     // capacity of sorted_ids (any block_m <= 256)
+  // Stream-K GEMM tiles' scratch (16 MB): hand-over flags, zeroed by moe_align, and the
+  // partial sums of tiles split between CTAs.
+  size_t stream_k = 0;
+  size_t bytes = 0;       // total
+  int64_t max_padded = 0; // capacity of sorted_ids (any block_m <= 256)
 };
 MoeWorkspaceLayout moe_workspace_layout(const MoeShape& shape, int64_t num_tokens);
 
@@ -93,14 +96,16 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
                       CUstream stream);
 
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
-// rejects ids outside [0, E)); unchecked, the device drops out-of-range ids.
+// rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
+// zeroes `zero_flags` (i32, optional: fused_moe passes the stream-K flags of its workspace).
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);
-llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_ids,
-                      int64_t experts, int block_m, const runtime::TensorRef& sorted_ids,
+llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_ids, int64_t experts,
+                      int block_m, const runtime::TensorRef& sorted_ids,
                       const runtime::TensorRef& expert_ids,
-                      const runtime::TensorRef& num_post_padded, bool checked, CUstream stream);
+                      const runtime::TensorRef& num_post_padded, bool checked, CUstream stream,
+                      const runtime::TensorRef& zero_flags = {});
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 

@@ -60,6 +60,13 @@ std::string swap_ab_rule(const GemmTile& t, const TileUse& u) {
     return "tiles must be 1, 2, 4 or 8";
   if (t.tiles > 1 && (t.warpgroups != 1 || t.split_k != 1 || (u.gated && t.block_n == 64)))
     return "several tiles per CTA need one warpgroup, no split_k and an unpacked tile";
+  if (t.stream_k &&
+      (t.warpgroups != 1 || t.split_k != 1 || t.tiles != 1 || (u.gated && t.block_n == 64)))
+    return "stream_k needs one warpgroup, no split_k, one tile and an unpacked tile";
+  // The partial sums of a split tile (64 x block_m per MMA) fill one slot of the workspace's
+  // stream-K scratch (kernels_src/moe/wgmma_pipeline.cuh).
+  if (t.stream_k && u.block_m > 32)
+    return "stream_k needs block_m <= 32";
   if (t.tiles > 1 && u.out_columns % (64 * t.tiles) != 0)
     return fmt::format("{} output columns are not a multiple of {} tiles of 64", u.out_columns,
                        t.tiles);
@@ -88,8 +95,8 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return "wgmma needs at least 3 pipeline stages";
   if (t.swap_ab)
     return swap_ab_rule(t, u);
-  if (t.split_k != 1)
-    return "split_k needs the swap-AB orientation";
+  if (t.split_k != 1 || t.stream_k)
+    return "split_k and stream_k need the swap-AB orientation";
   if (u.block_m != 64 * t.warpgroups)
     return fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
                        64 * t.warpgroups);
@@ -110,8 +117,8 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
 }
 
 std::string mma_rule(const GemmTile& t, const TileUse& u) {
-  if (t.split_k != 1 || t.tiles != 1)
-    return "split_k and tiles need a wgmma tile";
+  if (t.split_k != 1 || t.tiles != 1 || t.stream_k)
+    return "split_k, tiles and stream_k need a wgmma tile";
   if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
     return "1 to 16 warps";
   if (u.block_m % (16 * t.warps_m) != 0)
@@ -162,9 +169,9 @@ GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgro
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+    return fmt::format("wgmma{} n{} g{} s{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
                        stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
-                       tiles > 1 ? fmt::format(" t{}", tiles) : "");
+                       tiles > 1 ? fmt::format(" t{}", tiles) : "", stream_k ? " sk" : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

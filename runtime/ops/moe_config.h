@@ -14,7 +14,8 @@
 //     "dtype": "fp8", "arch": "sm_90a", "buckets": [{"max_tokens": 16, "block_m": 16,
 //     "gemm1": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}, "gemm2": {...}}]}]}
 //   A wgmma tile instead: {"kernel": "wgmma", "swap_ab": true, "block_n": 128, "warpgroups": 1,
-//   "stages": 6} ("kernel" absent means mma; optional "split_k" and "tiles", default 1).
+//   "stages": 6} ("kernel" absent means mma; optional "split_k" and "tiles", default 1, and
+//   "stream_k", default false).
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
@@ -63,6 +64,11 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 //          tiles: consecutive weight tiles per CTA through one pipeline (one setup and fill for
 //          them; fewer, longer CTAs when K is a few stages only). Normal: 1 to 16; swap_ab: 1, 2,
 //          4, 8 with one warpgroup, no split_k, not packed.
+//          stream_k (swap_ab, one warpgroup, no split_k, one tile, not packed, block_m <= 32):
+//          instead of one CTA per (token block, tile), as many CTAs as fit on the GPU at once,
+//          each streaming an equal share of all (token block, tile, K stage) steps; tiles split
+//          between CTAs add their partial sums through the workspace. No wave tails, one setup
+//          and pipeline fill per CTA.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -73,13 +79,15 @@ struct GemmTile {
   int warpgroups = 1;
   int split_k = 1;
   int tiles = 1;
+  bool stream_k = false;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   // A wgmma tile (the mma fields keep their defaults).
   static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int split_k = 1,
                              int tiles = 1);
 
-  std::string describe() const; // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4"
+  // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k)
+  std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
   // warps: four for the normal orientation's GEMM1 (it gathers 64 token rows per warpgroup and
   // stage), one otherwise.

@@ -44,6 +44,13 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
+    if (object->get("stream_k") != nullptr) {
+      auto stream_k = object->getBoolean("stream_k");
+      if (!stream_k)
+        return make_error(Errc::invalid_argument,
+                          "moe config table: {}: 'stream_k' must be a boolean", where.str());
+      tile.stream_k = *stream_k;
+    }
   } else {
     fields.push_back({&tile.warps_m, "warps_m"});
     fields.push_back({&tile.warps_n, "warps_n"});
@@ -68,6 +75,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["split_k"] = t.split_k;
     if (t.tiles != 1)
       o["tiles"] = t.tiles;
+    if (t.stream_k)
+      o["stream_k"] = true;
     return o;
   }
   return llvm::json::Object{

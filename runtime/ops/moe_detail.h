@@ -38,6 +38,13 @@ enum KernelIndex {
   k_kernel_count
 };
 
+// Stream-K scratch (kernels_src/moe/wgmma_pipeline.cuh): k_stream_k_max_ctas flags, then as many
+// slots of k_stream_k_slot_floats partial sums.
+inline constexpr int k_stream_k_max_ctas = 1024;
+inline constexpr int k_stream_k_slot_floats = 2 * 64 * 32;
+inline constexpr size_t k_stream_k_scratch_bytes =
+    size_t{k_stream_k_max_ctas} * 4 + size_t{k_stream_k_max_ctas} * k_stream_k_slot_floats * 4;
+
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);
 
@@ -47,14 +54,15 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens);
 
-// Looks the variant up (loading it on first use) and launches it with `args`.
+// Looks the variant up, loading it on first use.
+llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, KernelIndex index,
+                                                    llvm::ArrayRef<int64_t> values);
+
+// Looks the variant up and launches it with `args`.
 llvm::Error launch_variant(runtime::Engine& engine, KernelIndex index,
                            llvm::ArrayRef<int64_t> values, const runtime::LaunchConfig& config,
                            const auto&... args) {
-  auto id = kernel_id(engine, index);
-  if (!id)
-    return id.takeError();
-  auto variant = engine.get(*id, values);
+  auto variant = get_variant(engine, index, values);
   if (!variant)
     return variant.takeError();
   return engine.launch(**variant, config, args...);

@@ -87,6 +87,14 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
   return ids[index];
 }
 
+llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, KernelIndex index,
+                                                    llvm::ArrayRef<int64_t> values) {
+  auto id = kernel_id(engine, index);
+  if (!id)
+    return id.takeError();
+  return engine.get(*id, values);
+}
+
 KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
   const bool fp8 = dtype == MoeDType::fp8;
   if (kernel == MoeGemmKernel::wgmma) {
@@ -104,8 +112,8 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n,         k,         t.swap_ab ? 1 : 0, block_m, t.block_n, t.warpgroups,
-            t.stages,  t.split_k, t.tiles,           num_tokens};
+    return {n,        k,         t.swap_ab ? 1 : 0,        block_m,   t.block_n, t.warpgroups,
+            t.stages, t.split_k, t.stream_k ? 0 : t.tiles, num_tokens}; // tiles 0: stream-K
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }
 

@@ -55,6 +55,7 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   // In sorted (padded) order: GEMM2 reads each token block's rows as one box.
   take(l.intermediate, l.max_padded * s.intermediate * element_bytes(s.dtype));
   take(l.slot_out, slots * s.hidden * 2);
+  take(l.stream_k, k_stream_k_scratch_bytes);
   l.bytes = at;
   return l;
 }
@@ -104,7 +105,8 @@ static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& t
 
 llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_t experts,
                       int block_m, const TensorRef& sorted_ids, const TensorRef& expert_ids,
-                      const TensorRef& num_post_padded, bool checked, CUstream stream) {
+                      const TensorRef& num_post_padded, bool checked, CUstream stream,
+                      const TensorRef& zero_flags) {
   if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4))
     return err;
   const int64_t tokens = topk_ids.shape[0], top_k = topk_ids.shape[1];
@@ -121,6 +123,10 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
     return err;
   if (auto err = expect("num_post_padded", num_post_padded, DType::i32, {1}, 4))
     return err;
+  const bool zeroing = zero_flags.data != 0;
+  if (zeroing)
+    if (auto err = expect("zero_flags", zero_flags, DType::i32, {-1}, 4))
+      return err;
   if (checked)
     if (auto err = check_ids_on_host(engine, topk_ids, experts, stream))
       return err;
@@ -128,7 +134,8 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
   config.block[0] = k_align_threads;
   config.stream = stream;
   return launch_variant(engine, k_align, {experts, block_m, tokens}, config, topk_ids.data,
-                        sorted_ids.data, expert_ids.data, num_post_padded.data,
+                        sorted_ids.data, expert_ids.data, num_post_padded.data, zero_flags.data,
+                        zeroing ? static_cast<int>(zero_flags.shape[0]) : 0,
                         static_cast<int>(tokens), static_cast<int>(top_k));
 }
 

@@ -262,7 +262,8 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad = c;
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
   bad.block_m = 128;
-  CHECK(refused(qwen, bad).find("split_k needs the swap-AB orientation") != std::string::npos);
+  CHECK(refused(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+        std::string::npos);
   // The normal orientation takes several tiles per CTA (up to 16), whole tiles of its outputs.
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
   bad.gemm2 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 16); // 2048 = 16 x 128
@@ -339,6 +340,98 @@ TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without 
         CHECK(warning.find("C75") == std::string::npos);
     }
     CHECK(wgmma_variants == 2);
+  }
+}
+
+namespace {
+GemmTile stream_k_tile(int block_n, int stages) {
+  GemmTile t = GemmTile::wgmma_tile(block_n, stages, true, 1);
+  t.stream_k = true;
+  return t;
+}
+} // namespace
+
+TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32; kept by the "
+          "table's JSON") {
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const Arch sm90a{9, 0, true};
+  auto refused = [&](const MoeShape& s, const MoeTileConfig& c) {
+    return summarize(check_moe_config(s, c, sm90a)).message;
+  };
+  const MoeTileConfig c{32, stream_k_tile(128, 4), stream_k_tile(64, 6)};
+  CHECK(refused(qwen, c).empty());
+  CHECK(c.gemm1.describe() == "wgmma-swap n128 g1 s4 sk");
+  MoeTileConfig bad = c;
+  bad.block_m = 64;
+  CHECK(refused(qwen, bad).find("stream_k needs block_m <= 32") != std::string::npos);
+  bad = c;
+  bad.gemm1.block_n = 64; // packed GEMM1
+  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup, no split_k, one tile and an "
+                                "unpacked tile") != std::string::npos);
+  bad = c;
+  bad.gemm2.warpgroups = 2;
+  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  bad = c;
+  bad.gemm2.tiles = 2;
+  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  bad = c;
+  bad.gemm2.split_k = 2;
+  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  bad = MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2), c.gemm2};
+  bad.gemm1.stream_k = true;
+  CHECK(refused(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+        std::string::npos);
+  bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
+  bad.gemm2.stream_k = true;
+  CHECK(refused(qwen, bad).find("stream_k need a wgmma tile") != std::string::npos);
+  // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
+  MoeConfigTable table;
+  table.entries.push_back({qwen, sm90a, {{64, c}}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(table);
+  os.flush();
+  CHECK(text.find("\"stream_k\":true") != std::string::npos);
+  auto again = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
+  CHECK(again->entries[0].buckets[0].config == c);
+  const size_t at = text.find("\"stream_k\":true");
+  text.replace(at, std::string_view("\"stream_k\":true").size(), "\"stream_k\":1");
+  ErrorSummary error = summarize(parse_moe_config_table(text).takeError());
+  CHECK(error.message.find("'stream_k' must be a boolean") != std::string::npos);
+}
+
+TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgmma") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  // Both GEMMs, FP8 (GEMM1: f16 MMAs with register A; GEMM2: e4m3 promoted per stage) and bf16,
+  // blocks of 8 and 32 tokens (narrower MMAs for partly filled blocks at every width).
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral_bf16{8, 2, 4096, 14336, MoeDType::bf16};
+  for (const auto& [shape, config] :
+       {std::pair{qwen, MoeTileConfig{8, stream_k_tile(128, 6), stream_k_tile(64, 6)}},
+        std::pair{qwen, MoeTileConfig{32, stream_k_tile(128, 4), stream_k_tile(64, 4)}},
+        std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}}}) {
+    FusedMoeOptions options;
+    options.config = config;
+    auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1});
+    REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+    int stream_k_variants = 0;
+    for (const VariantRequest& request : *requests) {
+      auto id = engine.add_kernel(request.def);
+      REQUIRE(static_cast<bool>(id));
+      auto variant = engine.prepare(*id, request.values);
+      REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+      if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
+        continue;
+      ++stream_k_variants;
+      INFO((*variant)->name_expression << ": " << (*variant)->registers << " registers");
+      CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos); // tiles 0
+      CHECK((*variant)->spill_bytes == 0);
+      for (const std::string& warning : (*variant)->warnings)
+        CHECK(warning.find("C75") == std::string::npos);
+    }
+    CHECK(stream_k_variants == 2);
   }
 }
 

@@ -41,6 +41,13 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
     for (int tiles : {2, 4, 8})
       for (int stages : {4, 6, 8})
         list.push_back(wgmma_tile(widths[0], stages, true, 1, 1, tiles));
+    // Stream-K: a resident grid shares every step (no wave tail, one fill per CTA); blocks of
+    // up to 32 tokens (the rules refuse larger ones).
+    for (int stages : {3, 4, 6, 8}) {
+      GemmTile t = wgmma_tile(widths[0], stages, true, 1);
+      t.stream_k = true;
+      list.push_back(t);
+    }
   }
   return list;
 }
