@@ -138,6 +138,24 @@ struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, S
   static constexpr bool k_fp8 = FP8;
 };
 
+// The stage memory (1024-byte aligned) and the barriers of both schedules; the caller syncs the
+// CTA before the barriers are used.
+template <class G>
+__device__ __forceinline__ void moe_pipeline_init(unsigned char* smem, unsigned long long* bars,
+                                                  MoeWgmmaBlock& b) {
+  b.tiles = (shared_address(smem) + 1023) & ~1023u;
+  b.tiles_generic = smem + (b.tiles - shared_address(smem));
+  b.full_bar = shared_address(bars);
+  b.empty_bar = b.full_bar + 8 * G::k_stages_value;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < G::k_stages_value; ++s) {
+      mbarrier_init(b.full_bar + 8 * s, G::k_full_arrivals);
+      mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
+    }
+    mbarrier_init_fence();
+  }
+}
+
 // Shared setup: early exit past the padded count, the block's A rows and slots, the barriers.
 // Returns false when the block has no work.
 template <class G>
@@ -160,18 +178,8 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
     return false;
   b.m_block = m_block;
   b.expert = expert_ids[m_block];
-  b.tiles = (shared_address(smem) + 1023) & ~1023u;
-  b.tiles_generic = smem + (b.tiles - shared_address(smem));
-  b.full_bar = shared_address(bars);
-  b.empty_bar = b.full_bar + 8 * G::k_stages_value;
+  moe_pipeline_init<G>(smem, bars, b);
   moe_block_rows<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < G::k_stages_value; ++s) {
-      mbarrier_init(b.full_bar + 8 * s, G::k_full_arrivals);
-      mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
-    }
-    mbarrier_init_fence();
-  }
   __syncthreads();
   b.slot_of_row = slot_of_row;
   // Swap-AB narrows its MMAs to the used rows (moe_with_width); the normal orientation's
@@ -295,17 +303,7 @@ moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned lon
   if (begin >= end)
     return false;
   b.k_tile0 = 0;
-  b.tiles = (shared_address(smem) + 1023) & ~1023u;
-  b.tiles_generic = smem + (b.tiles - shared_address(smem));
-  b.full_bar = shared_address(bars);
-  b.empty_bar = b.full_bar + 8 * G::k_stages_value;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < G::k_stages_value; ++s) {
-      mbarrier_init(b.full_bar + 8 * s, G::k_full_arrivals);
-      mbarrier_init(b.empty_bar + 8 * s, G::k_empty_arrivals);
-    }
-    mbarrier_init_fence();
-  }
+  moe_pipeline_init<G>(smem, bars, b);
   __syncthreads();
   return true;
 }

@@ -45,6 +45,33 @@ void check_manifest_compiles(const std::string& name) {
   }
 }
 
+// Compiles the variants `config` derives for `shape` at T = 1; checks every wgmma GEMM among
+// them for spills and C75xx diagnostics and returns how many there were.
+int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
+                                 const MoeTileConfig& config) {
+  FusedMoeOptions options;
+  options.config = config;
+  auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1});
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  int wgmma_variants = 0;
+  for (const VariantRequest& request : *requests) {
+    auto id = engine.add_kernel(request.def);
+    REQUIRE(static_cast<bool>(id));
+    auto variant = engine.prepare(*id, request.values);
+    REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+    if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
+      continue;
+    ++wgmma_variants;
+    INFO((*variant)->name_expression << ": " << (*variant)->registers << " registers");
+    CHECK((*variant)->spill_bytes == 0);
+    for (const std::string& warning : (*variant)->warnings)
+      CHECK(warning.find("C75") == std::string::npos);
+    if (config.gemm1.stream_k) // template value tiles = 0
+      CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos);
+  }
+  return wgmma_variants;
+}
+
 constexpr CUdeviceptr k_base = 0x7f0000000000ull;
 
 struct Args {
@@ -320,27 +347,8 @@ TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without 
         MoeTileConfig{64, GemmTile::wgmma_tile(256, 4, false, 1, 1, 2),
                       GemmTile::wgmma_tile(128, 6, false, 1, 1, 8)},
         MoeTileConfig{128, GemmTile::wgmma_tile(256, 3, false, 2, 1, 2),
-                      GemmTile::wgmma_tile(128, 4, false, 2)}}) {
-    FusedMoeOptions options;
-    options.config = config;
-    auto requests = fused_moe_variants(qwen, options, Arch{9, 0, true}, {1});
-    REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
-    int wgmma_variants = 0;
-    for (const VariantRequest& request : *requests) {
-      auto id = engine.add_kernel(request.def);
-      REQUIRE(static_cast<bool>(id));
-      auto variant = engine.prepare(*id, request.values);
-      REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
-      if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
-        continue;
-      ++wgmma_variants;
-      INFO((*variant)->name_expression);
-      CHECK((*variant)->spill_bytes == 0);
-      for (const std::string& warning : (*variant)->warnings)
-        CHECK(warning.find("C75") == std::string::npos);
-    }
-    CHECK(wgmma_variants == 2);
-  }
+                      GemmTile::wgmma_tile(128, 4, false, 2)}})
+    CHECK(check_wgmma_variants_compile(engine, qwen, config) == 2);
 }
 
 namespace {
@@ -411,28 +419,8 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
   for (const auto& [shape, config] :
        {std::pair{qwen, MoeTileConfig{8, stream_k_tile(128, 6), stream_k_tile(64, 6)}},
         std::pair{qwen, MoeTileConfig{32, stream_k_tile(128, 4), stream_k_tile(64, 4)}},
-        std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}}}) {
-    FusedMoeOptions options;
-    options.config = config;
-    auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1});
-    REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
-    int stream_k_variants = 0;
-    for (const VariantRequest& request : *requests) {
-      auto id = engine.add_kernel(request.def);
-      REQUIRE(static_cast<bool>(id));
-      auto variant = engine.prepare(*id, request.values);
-      REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
-      if ((*variant)->name_expression.find("moe_wgmma") == std::string::npos)
-        continue;
-      ++stream_k_variants;
-      INFO((*variant)->name_expression << ": " << (*variant)->registers << " registers");
-      CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos); // tiles 0
-      CHECK((*variant)->spill_bytes == 0);
-      for (const std::string& warning : (*variant)->warnings)
-        CHECK(warning.find("C75") == std::string::npos);
-    }
-    CHECK(stream_k_variants == 2);
-  }
+        std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}}})
+    CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {
