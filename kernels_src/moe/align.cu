@@ -5,7 +5,7 @@
 //      warp scans), the padded total written to num_tokens_post_padded;
 //   3. sorted_token_ids[0, total) filled with the sentinel num_slots, expert_ids per block;
 //   4. every slot scattered to its expert's next position (shared atomic cursor);
-//   5. the flag_count flags at `flags` zeroed (the stream-K GEMMs' hand-over flags, which they
+//   5. the flag_count flags at `flags` zeroed (the stream-K GEMMs' arrival counters, which they
 //      leave zero again; none: flag_count 0).
 // The order of slots inside an expert's segment is unspecified (atomics); the GEMMs compute
 // every row independently, so results do not depend on it. The slots always come first in their

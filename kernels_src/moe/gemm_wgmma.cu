@@ -151,9 +151,8 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
 }
 
 // Stream-K (TILES == 0): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
-// tile whose first stages another CTA holds is left to it (moe_stream_k_leave); a tile whose
-// last stages other CTAs hold is completed from theirs (moe_stream_k_gather) before its
-// epilogue. The consumers recompute the block's slots when the token block changes.
+// tile split between CTAs is completed and written by the CTA whose piece arrives last
+// (moe_stream_k_meet). The consumers recompute the block's slots when the token block changes.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
@@ -196,13 +195,10 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
     b.tile = st.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
-    if (st.k > 0) {
-      moe_stream_k_leave<G>(scratch, cta, acc);
-    } else {
-      if (k1 < G::k_k_tiles)
-        moe_stream_k_gather<G>(scratch, sk, cta, u + G::k_k_tiles, acc);
+    // A tile split between CTAs is written by the CTA whose piece arrives last.
+    const bool whole = st.k == 0 && k1 == G::k_k_tiles;
+    if (whole || moe_stream_k_meet<G>(scratch, sk, cta, u - st.k, acc))
       epilogue(b, acc);
-    }
     u += k1 - st.k;
   }
 }

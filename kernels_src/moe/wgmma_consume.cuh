@@ -471,21 +471,17 @@ __device__ __forceinline__ bool moe_wgmma_split_reduce(const MoeWgmmaBlock& b,
   }
 }
 
-// Stream-K: a tile whose K stages are split between CTAs. The CTA holding its first stages (the
-// head: its last piece of work) adds the other pieces (each the first piece of work of a later
-// CTA) in order of K and writes the outputs, so the result does not depend on timing; the
-// others leave their sums in their CTA's slot of the global scratch and raise its flag. Each
-// CTA has at most one such piece, done first, so the head rarely waits; every CTA is resident
-// at once (the grid is sized to fit), so it never waits on a CTA that cannot run. The head
-// lowers the flag again: the flags are zero between launches (moe_align zeroes them first).
-// Called by the consumer warpgroup; named barrier 5 is theirs.
-__device__ __forceinline__ void moe_flag_raise(int* flag) {
-  asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(flag) : "memory");
-}
-__device__ __forceinline__ bool moe_flag_raised(const int* flag) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
-  return v != 0;
+// Stream-K: a tile whose K stages are split between CTAs. Each CTA holding a piece stores its
+// sums in its slot of the workspace (slot 1 for the tile's first stages, the head piece, which is
+// its CTA's last work; slot 0 for the others, each the first work of its CTA) and counts itself
+// in at the head CTA's counter; the piece that arrives last adds all the pieces in order of K,
+// so the result does not depend on timing, resets the counter, and returns true: its CTA writes
+// the outputs. No CTA waits for another, so any number of them may be resident at once. Called
+// by the consumer warpgroup (named barrier 5); `tile_begin` is the tile's first step.
+__device__ __forceinline__ unsigned moe_counter_add(int* counter) {
+  unsigned old;
+  asm volatile("atom.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  return old;
 }
 __device__ __forceinline__ float moe_load_l2(const float* address) {
   float v;
@@ -494,49 +490,55 @@ __device__ __forceinline__ float moe_load_l2(const float* address) {
 }
 
 template <class G>
-__device__ __forceinline__ void moe_stream_k_leave(unsigned char* scratch, int cta,
-                                                   const float (&acc)[G::k_halves][G::k_acc]) {
+__device__ __forceinline__ bool moe_stream_k_meet(unsigned char* scratch, const MoeStreamK& sk,
+                                                  int cta, long long tile_begin,
+                                                  float (&acc)[G::k_halves][G::k_acc]) {
+  constexpr int k_slot = G::k_halves * G::k_acc * 128; // floats
+  __shared__ int is_last;
   const int tid = static_cast<int>(threadIdx.x);
-  int* flags = reinterpret_cast<int*>(scratch);
-  float* slot = reinterpret_cast<float*>(flags + k_stream_k_max_ctas) +
-                static_cast<long long>(cta) * k_stream_k_slot_floats;
+  int* counters = reinterpret_cast<int*>(scratch);
+  float* slots = reinterpret_cast<float*>(counters + k_stream_k_max_ctas);
+  const int head = sk.cta_of(tile_begin);
+  const long long tile_end = tile_begin + G::k_k_tiles;
+  auto slot_of = [&](int c) {
+    return slots + static_cast<long long>(2 * c + (c == head)) * k_slot;
+  };
+  float* mine = slot_of(cta);
 #pragma unroll
   for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
     for (int i = 0; i < G::k_acc; ++i)
-      slot[(h * G::k_acc + i) * 128 + tid] = acc[h][i];
+      mine[(h * G::k_acc + i) * 128 + tid] = acc[h][i];
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
   named_barrier(5, 128);
-  if (tid == 0)
-    moe_flag_raise(flags + cta);
-}
-
-// The head of a split tile: adds the pieces of CTAs cta + 1, ... that start before the tile's
-// end (`tile_end`, in steps), in order.
-template <class G>
-__device__ __forceinline__ void moe_stream_k_gather(unsigned char* scratch, const MoeStreamK& sk,
-                                                    int cta, long long tile_end,
-                                                    float (&acc)[G::k_halves][G::k_acc]) {
-  const int tid = static_cast<int>(threadIdx.x);
-  int* flags = reinterpret_cast<int*>(scratch);
-  const float* slots = reinterpret_cast<const float*>(flags + k_stream_k_max_ctas);
+  if (tid == 0) {
+    int pieces = 0;
+    for (int c = head; c < sk.ctas && sk.begin(c) < tile_end; ++c)
+      pieces += sk.begin(c) < sk.begin(c + 1);
+    is_last = moe_counter_add(counters + head) == static_cast<unsigned>(pieces - 1);
+    if (is_last)
+      counters[head] = 0; // every piece has arrived: ready for the next launch
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+  named_barrier(5, 128);
+  if (!is_last)
+    return false;
+  bool first = true;
 #pragma unroll 1
-  for (int c = cta + 1; c < sk.ctas && sk.begin(c) < tile_end; ++c) {
+  for (int c = head; c < sk.ctas && sk.begin(c) < tile_end; ++c) {
     if (sk.begin(c) == sk.begin(c + 1))
       continue; // no steps
-    if (tid == 0)
-      while (!moe_flag_raised(flags + c)) {
-      }
-    named_barrier(5, 128);
-    const float* slot = slots + static_cast<long long>(c) * k_stream_k_slot_floats;
+    const float* piece = slot_of(c);
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
-      for (int i = 0; i < G::k_acc; ++i)
-        acc[h][i] += moe_load_l2(slot + (h * G::k_acc + i) * 128 + tid);
-    if (tid == 0)
-      flags[c] = 0;
+      for (int i = 0; i < G::k_acc; ++i) {
+        const float v = c == cta ? acc[h][i] : moe_load_l2(piece + (h * G::k_acc + i) * 128 + tid);
+        acc[h][i] = first ? v : acc[h][i] + v;
+      }
+    first = false;
   }
+  return true; // (every thread has read is_last before thread 0 passes the next call's barrier)
 }
 
 } // namespace specjit_kernels

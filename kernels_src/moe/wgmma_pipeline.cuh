@@ -22,11 +22,12 @@
 
 namespace specjit_kernels {
 
-// Stream-K's global scratch (the workspace's, zeroed by moe_align): k_stream_k_max_ctas flags,
-// then as many slots of k_stream_k_slot_floats partial sums (64 x TOK per MMA, TOK <= 32, two
-// MMAs for GEMM1). runtime/ops/moe_detail.h has the same numbers.
+// Stream-K's global scratch (the workspace's): k_stream_k_max_ctas arrival counters (zeroed by
+// moe_align, left zero by the GEMMs), then k_stream_k_slot_floats floats of partial sums, two
+// slots of a tile's sums (64 x TOK per MMA) per CTA. runtime/ops/moe_detail.h has the same
+// numbers, and caps the grid so that the slots fit.
 inline constexpr int k_stream_k_max_ctas = 1024;
-inline constexpr int k_stream_k_slot_floats = 2 * 64 * 32;
+inline constexpr int k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
 
 template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
@@ -73,9 +74,9 @@ struct MoeWgmma {
   // pipeline fill for several tiles of the same token block.
   static constexpr int k_tiles_per_cta = TILES == 0 ? 1 : TILES;
   static constexpr int k_steps = k_k_tiles * k_tiles_per_cta; // stages a CTA streams (fixed)
-  // Stream-K (TILES == 0): one consumer warpgroup whose tile sums fit the global partials'
-  // slot (k_stream_k_slot_floats), no split-K clusters, no packed GEMM1 (its epilogue borrows
-  // the stage memory, which the next tile's stages already fill).
+  // Stream-K (TILES == 0): one consumer warpgroup, blocks of up to 32 tokens, no split-K
+  // clusters, no packed GEMM1 (its epilogue borrows the stage memory, which the next tile's
+  // stages already fill).
   static constexpr bool k_stream_k = TILES == 0;
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
@@ -89,8 +90,8 @@ struct MoeWgmma {
                 "swap-AB with two warpgroups: an even number of stages");
   static_assert(TILES == 1 || !SWAP || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
                 "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
-  static_assert(!k_stream_k || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) &&
-                                (GATED ? 2 : 1) * 64 * TOK <= k_stream_k_slot_floats),
+  static_assert(!k_stream_k ||
+                    (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
@@ -276,6 +277,10 @@ struct MoeStreamK {
   long long total;
   int ctas;
   __device__ __forceinline__ long long begin(int cta) const { return cta * total / ctas; }
+  // The CTA whose steps include step u: the last c with begin(c) <= u.
+  __device__ __forceinline__ int cta_of(long long u) const {
+    return static_cast<int>(((u + 1) * ctas - 1) / total);
+  }
 };
 // One step of the stream: token block, tile, and K stage (of k_k_tiles) of step u.
 template <class G> struct MoeStreamStep {

@@ -58,14 +58,16 @@ int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.interm
 
 // CTAs of a wgmma GEMM's 1-D grid: groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh,
 // setup) x tile groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
-// Stream-K tiles: as many as the device holds at once (they may wait for each other), at most
-// one per step and k_stream_k_max_ctas (the workspace's scratch slots).
+// Stream-K tiles: as many as the device holds at once, at most one per step and no more than
+// the workspace's scratch holds (k_stream_k_max_ctas counters, two slots of 64 x block_m sums
+// per MMA a CTA).
 int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
   return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
 }
 llvm::Expected<unsigned> stream_k_ctas(runtime::Engine& engine, const runtime::Variant& variant,
-                                       const runtime::LaunchConfig& launch, int64_t blocks,
-                                       int64_t rows, int64_t k_bytes, const GemmTile& tile) {
+                                       const runtime::LaunchConfig& launch, int gemm,
+                                       int64_t block_m, int64_t blocks, int64_t rows,
+                                       int64_t k_bytes, const GemmTile& tile) {
   thread_local llvm::DenseMap<const runtime::Variant*, unsigned> resident;
   auto it = resident.find(&variant);
   if (it == resident.end()) {
@@ -75,8 +77,10 @@ llvm::Expected<unsigned> stream_k_ctas(runtime::Engine& engine, const runtime::V
     it = resident.try_emplace(&variant, *ctas).first;
   }
   const int64_t steps = blocks * (rows / tile.block_n) * (k_bytes / 128);
+  const int64_t slot_floats = 64 * block_m * (gemm == 1 ? 2 : 1); // GEMM1: gate and up MMAs
   return static_cast<unsigned>(
-      std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas}, steps}));
+      std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas},
+                         k_stream_k_slot_floats / (2 * slot_floats), steps}));
 }
 
 } // namespace
@@ -179,7 +183,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         auto variant = get_variant(engine, index, values);
         if (!variant)
           return variant.takeError();
-        auto ctas = stream_k_ctas(engine, **variant, launch, blocks, rows, k_bytes, tile);
+        auto ctas = stream_k_ctas(engine, **variant, launch, gemm, config.block_m, blocks, rows,
+                                  k_bytes, tile);
         if (!ctas)
           return ctas.takeError();
         launch.grid[0] = *ctas;

@@ -49,7 +49,7 @@ llvm::Error check_moe_shape(const MoeShape& shape);
 struct MoeWorkspaceLayout {
   size_t topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
          intermediate = 0, slot_out = 0;
-  // Stream-K GEMM tiles' scratch (16 MB): hand-over flags, zeroed by moe_align, and the
+  // Stream-K GEMM tiles' scratch (16 MB): arrival counters, zeroed by moe_align, and the
   // partial sums of tiles split between CTAs.
   size_t stream_k = 0;
   size_t bytes = 0;       // total
@@ -97,7 +97,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
 
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
 // rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
-// zeroes `zero_flags` (i32, optional: fused_moe passes the stream-K flags of its workspace).
+// zeroes `zero_flags` (i32, optional: fused_moe passes the stream-K counters of its workspace).
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);

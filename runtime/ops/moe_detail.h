@@ -38,12 +38,12 @@ enum KernelIndex {
   k_kernel_count
 };
 
-// Stream-K scratch (kernels_src/moe/wgmma_pipeline.cuh): k_stream_k_max_ctas flags, then as many
-// slots of k_stream_k_slot_floats partial sums.
+// Stream-K scratch (kernels_src/moe/wgmma_pipeline.cuh): k_stream_k_max_ctas arrival counters,
+// then k_stream_k_slot_floats floats for two slots of partial sums per CTA.
 inline constexpr int k_stream_k_max_ctas = 1024;
-inline constexpr int k_stream_k_slot_floats = 2 * 64 * 32;
+inline constexpr int64_t k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
 inline constexpr size_t k_stream_k_scratch_bytes =
-    size_t{k_stream_k_max_ctas} * 4 + size_t{k_stream_k_max_ctas} * k_stream_k_slot_floats * 4;
+    size_t{k_stream_k_max_ctas} * 4 + size_t{k_stream_k_slot_floats} * 4;
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);
