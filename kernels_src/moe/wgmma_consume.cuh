@@ -523,6 +523,8 @@ __device__ __forceinline__ bool moe_stream_k_meet(unsigned char* scratch, const 
   named_barrier(5, 128);
   if (!is_last)
     return false;
+  // Every piece from its slot, this CTA's own too: acc is overwritten with the first piece's
+  // sums before this CTA's piece (not always the first) is added.
   bool first = true;
 #pragma unroll 1
   for (int c = head; c < sk.ctas && sk.begin(c) < tile_end; ++c) {
@@ -533,7 +535,7 @@ __device__ __forceinline__ bool moe_stream_k_meet(unsigned char* scratch, const 
     for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
       for (int i = 0; i < G::k_acc; ++i) {
-        const float v = c == cta ? acc[h][i] : moe_load_l2(piece + (h * G::k_acc + i) * 128 + tid);
+        const float v = moe_load_l2(piece + (h * G::k_acc + i) * 128 + tid);
         acc[h][i] = first ? v : acc[h][i] + v;
       }
     first = false;
