@@ -30,6 +30,9 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
       for (int stages : {4, 6, 8})
         list.push_back(wgmma_tile(bn, stages, true, wg));
   list.push_back(wgmma_tile(widths[0], 3, true, 1)); // more CTAs per SM
+  for (int bn : widths) // odd depths, one warpgroup (two need an even count)
+    for (int stages : {5, 7})
+      list.push_back(wgmma_tile(bn, stages, true, 1));
   if (per_expert <= 32) {
     // Split-K clusters: more CTAs streaming weights when few experts are hit, shorter CTAs
     // against the last wave's tail.
