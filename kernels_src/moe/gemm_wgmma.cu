@@ -203,6 +203,60 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
   }
 }
 
+// Dynamic (TILES == -1): a resident grid whose CTAs take whole tiles from a global counter
+// (moe_dynamic_produce); the consumers learn each tile from the producer's ring once its first
+// stage has landed, and stop at index -1.
+template <class G, class Epilogue>
+__device__ __forceinline__ void
+moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+                  const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+                  int num_slots, int a_row_divisor, int w_row_half, bool depends,
+                  unsigned char* scratch, Epilogue&& epilogue) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
+  __shared__ int a_rows[G::k_tok];      // the producer's
+  __shared__ int slot_of_row[G::k_tok]; // the consumers'
+  __shared__ int ring[k_dynamic_ring];
+  constexpr int k_tiles = G::k_n / G::k_out_cols;
+  MoeWgmmaBlock b;
+  b.k_tile0 = 0;
+  moe_pipeline_init<G>(smem, bars, b);
+  __syncthreads();
+  const int items = *num_post_padded / G::k_tok * k_tiles;
+  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+    grid_launch_dependents();
+  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (depends ? 2 : 0);
+    moe_dynamic_produce<G>(b, counters, items, ring, &w_map, a, a_map, a_rows, sorted_ids,
+                           expert_ids, num_slots, a_row_divisor, w_row_half, depends);
+    return;
+  }
+  b.slot_of_row = slot_of_row;
+  b.m_block = -1;
+  const volatile int* published = ring;
+#pragma unroll 1
+  for (int t = 0, kt = 0;; ++t, kt += G::k_k_tiles) {
+    mbarrier_wait(b.full_bar + 8 * (kt % G::k_stages_value), (kt / G::k_stages_value) & 1);
+    const int item = published[t % k_dynamic_ring];
+    if (item < 0)
+      break;
+    const int m_block = item / k_tiles;
+    if (m_block != b.m_block) {
+      named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
+      moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, nullptr,
+                                  slot_of_row, static_cast<int>(threadIdx.x), 128);
+      named_barrier(5, 128);
+      b.m_block = m_block;
+      b.expert = expert_ids[m_block];
+      b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
+    }
+    b.tile = item % k_tiles;
+    float acc[G::k_halves][G::k_acc];
+    moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
+    epilogue(b, acc);
+  }
+}
+
 // Either schedule.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
@@ -213,6 +267,9 @@ moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map
   if constexpr (G::k_stream_k)
     moe_wgmma_stream_k<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
                           a_row_divisor, w_row_half, depends, scratch, epilogue);
+  else if constexpr (G::k_dynamic)
+    moe_wgmma_dynamic<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
+                         a_row_divisor, w_row_half, depends, scratch, epilogue);
   else
     moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
                       a_row_divisor, w_row_half, depends, epilogue);

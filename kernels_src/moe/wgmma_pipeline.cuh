@@ -28,6 +28,12 @@ namespace specjit_kernels {
 // numbers, and caps the grid so that the slots fit.
 inline constexpr int k_stream_k_max_ctas = 1024;
 inline constexpr int k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
+// Then the dynamic schedule's two counters per GEMM (next tile, CTAs done); the slots follow all
+// k_scratch_counters counters.
+inline constexpr int k_dynamic_counters = k_stream_k_max_ctas;
+inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
+// The template value TILES of the dynamic schedule (0 is stream-K, 1-16 tiles per CTA).
+inline constexpr int k_tiles_dynamic = 1024;
 
 template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
@@ -72,12 +78,15 @@ struct MoeWgmma {
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
   // CTAs for GEMMs whose K is a few stages only, and (normal orientation) one CTA setup and
   // pipeline fill for several tiles of the same token block.
-  static constexpr int k_tiles_per_cta = TILES == 0 ? 1 : TILES;
+  static constexpr int k_tiles_per_cta = TILES == 0 || TILES == k_tiles_dynamic ? 1 : TILES;
   static constexpr int k_steps = k_k_tiles * k_tiles_per_cta; // stages a CTA streams (fixed)
   // Stream-K (TILES == 0): one consumer warpgroup, blocks of up to 32 tokens, no split-K
   // clusters, no packed GEMM1 (its epilogue borrows the stage memory, which the next tile's
   // stages already fill).
   static constexpr bool k_stream_k = TILES == 0;
+  // Dynamic (TILES == k_tiles_dynamic): the same resident grid, each CTA taking whole tiles from a
+  // global counter as it frees up; same restrictions but no limit on TOK (nothing is split).
+  static constexpr bool k_dynamic = TILES == k_tiles_dynamic;
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
   static_assert(SPLITK == 1 || SWAP, "split-K: swap-AB only");
@@ -93,6 +102,8 @@ struct MoeWgmma {
   static_assert(!k_stream_k ||
                     (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
+  static_assert(!k_dynamic || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
+                "dynamic: swap-AB, one warpgroup, no split-K, not packed");
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
@@ -353,6 +364,78 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, con
     moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
   cp_async_wait<0>(); // no copy outlives its thread
+}
+
+// The dynamic schedule: tiles (token block, tile; block-major) handed out one at a time from a
+// global counter, so CTAs that get more memory service take more tiles. The producer warp
+// takes the next tile when it starts loading it and publishes its index in a ring of
+// k_dynamic_ring entries (read by the consumers once the tile's first stage has landed: the
+// producer writes the entry before its arrival on that stage's `full` barrier). With no tile
+// left it completes the next stage's `full` phase without data under index -1, which ends the
+// consumers. The last CTA done resets both counters for the next launch (moe_align zeroes them
+// first).
+inline constexpr int k_dynamic_ring = 16; // > STAGES: the producer runs at most STAGES steps ahead
+
+template <class G>
+__device__ __forceinline__ void
+moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile int* ring,
+                    const TmaDesc* w_map, const unsigned char* a, const TmaDesc* a_map, int* a_rows,
+                    const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
+                    int w_row_half, bool depends) {
+  static_assert(G::k_producers == 32, "one producer warp");
+  constexpr int k_tiles = G::k_n / G::k_out_cols;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  bool waited = !depends;
+  int kt = 0, rows_of = -1;
+#pragma unroll 1
+  for (int t = 0;; ++t) {
+    int item = 0;
+    if (lane == 0)
+      item = atomicAdd(counters, 1);
+    item = shfl_idx_i32(item, 0);
+    if (item >= items) { // no tile left: complete step kt's phase with no data
+      const int s = kt % G::k_stages_value;
+      mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
+      if (lane == 0)
+        ring[t % k_dynamic_ring] = -1;
+      const unsigned full = b.full_bar + 8 * s;
+      if constexpr (G::k_a_tma) {
+        if (lane == 0)
+          mbarrier_arrive(full);
+      } else {
+        mbarrier_arrive(full); // the 32 lanes' cp.async arrivals
+        if (lane == 0)
+          mbarrier_arrive(full); // and the weights' arrive_expect_tx
+      }
+      break;
+    }
+    if (lane == 0)
+      ring[t % k_dynamic_ring] = item;
+    const int m_block = item / k_tiles, tile = item % k_tiles, expert = expert_ids[m_block];
+    if constexpr (!G::k_a_tma) {
+      if (m_block != rows_of) { // the previous block's copies are all issued
+        __syncwarp();
+        moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
+                                    lane, 32);
+        __syncwarp();
+        rows_of = m_block;
+      }
+    }
+#pragma unroll 1
+    for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {
+      moe_load_weights<G>(b, w_map, kt, k * 128, tile * G::k_out_cols, expert, w_row_half);
+      if (!waited) { // GEMM2: the first stage's weights are requested before the wait
+        grid_dependency_wait();
+        waited = true;
+      }
+      moe_load_tokens<G>(b, a, a_map, a_rows, kt, k * 128, m_block);
+    }
+  }
+  cp_async_wait<0>(); // no copy outlives its thread
+  if (lane == 0 && atomicAdd(counters + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    counters[0] = 0; // every CTA has taken its last index: ready for the next launch
+    counters[1] = 0;
+  }
 }
 
 } // namespace specjit_kernels

@@ -76,11 +76,13 @@ llvm::Expected<unsigned> stream_k_ctas(runtime::Engine& engine, const runtime::V
       return ctas.takeError();
     it = resident.try_emplace(&variant, *ctas).first;
   }
-  const int64_t steps = blocks * (rows / tile.block_n) * (k_bytes / 128);
+  const int64_t tiles = blocks * (rows / tile.block_n);
+  if (tile.dynamic) // whole tiles, no scratch slots
+    return static_cast<unsigned>(std::min<int64_t>(it->second, tiles));
   const int64_t slot_floats = 64 * block_m * (gemm == 1 ? 2 : 1); // GEMM1: gate and up MMAs
   return static_cast<unsigned>(
       std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas},
-                         k_stream_k_slot_floats / (2 * slot_floats), steps}));
+                         k_stream_k_slot_floats / (2 * slot_floats), tiles * (k_bytes / 128)}));
 }
 
 } // namespace
@@ -139,7 +141,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
                              {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
                              {npp, DType::i32, {1}, {}}, false, stream,
-                             {w + l.stream_k, DType::i32, {k_stream_k_max_ctas}, {}}))
+                             {w + l.stream_k, DType::i32, {k_scratch_counters}, {}}))
       return err;
   for (int gemm = 1; gemm <= 2; ++gemm) {
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
@@ -179,7 +181,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           {128, box_rows, 1});
       if (!map)
         return map.takeError();
-      if (tile.stream_k) {
+      if (tile.stream_k || tile.dynamic) {
         auto variant = get_variant(engine, index, values);
         if (!variant)
           return variant.takeError();

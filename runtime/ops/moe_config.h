@@ -80,6 +80,7 @@ struct GemmTile {
   int split_k = 1;
   int tiles = 1;
   bool stream_k = false;
+  bool dynamic = false; // like stream_k, but whole tiles taken from a counter (any block_m)
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   // A wgmma tile (the mma fields keep their defaults).

@@ -44,12 +44,15 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
-    if (object->get("stream_k") != nullptr) {
-      auto stream_k = object->getBoolean("stream_k");
-      if (!stream_k)
-        return make_error(Errc::invalid_argument,
-                          "moe config table: {}: 'stream_k' must be a boolean", where.str());
-      tile.stream_k = *stream_k;
+    for (auto [target, name] :
+         {std::pair{&tile.stream_k, "stream_k"}, std::pair{&tile.dynamic, "dynamic"}}) {
+      if (object->get(name) == nullptr)
+        continue;
+      auto value = object->getBoolean(name);
+      if (!value)
+        return make_error(Errc::invalid_argument, "moe config table: {}: '{}' must be a boolean",
+                          where.str(), name);
+      *target = *value;
     }
   } else {
     fields.push_back({&tile.warps_m, "warps_m"});
@@ -77,6 +80,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["tiles"] = t.tiles;
     if (t.stream_k)
       o["stream_k"] = true;
+    if (t.dynamic)
+      o["dynamic"] = true;
     return o;
   }
   return llvm::json::Object{

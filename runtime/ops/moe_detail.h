@@ -42,8 +42,12 @@ enum KernelIndex {
 // then k_stream_k_slot_floats floats for two slots of partial sums per CTA.
 inline constexpr int k_stream_k_max_ctas = 1024;
 inline constexpr int64_t k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
+// The dynamic schedule's counters follow the stream-K ones: k_scratch_counters in all.
+inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
+// The template value tiles of the dynamic schedule (0: stream-K; 1-16: tiles per CTA).
+inline constexpr int k_tiles_dynamic = 1024;
 inline constexpr size_t k_stream_k_scratch_bytes =
-    size_t{k_stream_k_max_ctas} * 4 + size_t{k_stream_k_slot_floats} * 4;
+    size_t{k_scratch_counters} * 4 + size_t{k_stream_k_slot_floats} * 4;
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);

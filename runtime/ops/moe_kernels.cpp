@@ -112,8 +112,10 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n,        k,         t.swap_ab ? 1 : 0,        block_m,   t.block_n, t.warpgroups,
-            t.stages, t.split_k, t.stream_k ? 0 : t.tiles, num_tokens}; // tiles 0: stream-K
+    return {n,         k,         t.swap_ab ? 1 : 0,
+            block_m,   t.block_n, t.warpgroups,
+            t.stages,  t.split_k, t.stream_k ? 0 : t.dynamic ? k_tiles_dynamic : t.tiles,
+            num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }
 

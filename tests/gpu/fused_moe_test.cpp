@@ -83,7 +83,15 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 
 // Tile configurations a run can force instead of the default rule's: every kernel family and
 // orientation is checked at every token count, not only where the rule picks it.
-enum class Forced { none, wgmma_swap, wgmma_split, wgmma_stream_k, wgmma_normal, mma };
+enum class Forced {
+  none,
+  wgmma_swap,
+  wgmma_split,
+  wgmma_stream_k,
+  wgmma_dynamic,
+  wgmma_normal,
+  mma
+};
 
 std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Forced forced) {
   if (forced == Forced::none)
@@ -118,6 +126,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     c.gemm1 = GemmTile::wgmma_tile(128, tokens == 3 ? 6 : 4, true, 1);
     c.gemm2 = GemmTile::wgmma_tile(64, tokens == 64 ? 4 : 6, true, 1);
     c.gemm1.stream_k = c.gemm2.stream_k = true;
+  } else if (forced == Forced::wgmma_dynamic) {
+    // Whole tiles from a counter: blocks of 8, 16, 32 and (T = 200) 64 tokens, two-MMA GEMM1.
+    c.block_m = tokens <= 16 ? 8 : tokens == 200 ? 64 : tokens == 64 ? 16 : 32;
+    c.gemm1 = GemmTile::wgmma_tile(128, tokens == 3 ? 6 : 4, true, 1);
+    c.gemm2 = GemmTile::wgmma_tile(64, tokens == 64 ? 4 : 6, true, 1);
+    c.gemm1.dynamic = c.gemm2.dynamic = true;
   } else if (forced == Forced::wgmma_swap) {
     c.gemm1.swap_ab = c.gemm2.swap_ab = true;
     // Token tiles of 8, 32 and (T = 200) 64 rows: partly filled blocks run their MMAs at the
@@ -363,11 +377,10 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
 }
 
 // The forced families of the next case, by the names SPECJIT_FORCED_ONLY uses.
-const std::pair<Forced, const char*> k_forced_families[] = {{Forced::wgmma_swap, "swap"},
-                                                            {Forced::wgmma_split, "split"},
-                                                            {Forced::wgmma_stream_k, "stream_k"},
-                                                            {Forced::wgmma_normal, "normal"},
-                                                            {Forced::mma, "mma"}};
+const std::pair<Forced, const char*> k_forced_families[] = {
+    {Forced::wgmma_swap, "swap"},         {Forced::wgmma_split, "split"},
+    {Forced::wgmma_stream_k, "stream_k"}, {Forced::wgmma_dynamic, "dynamic"},
+    {Forced::wgmma_normal, "normal"},     {Forced::mma, "mma"}};
 
 // SPECJIT_FORCED_ONLY narrows the next case for a quick check of one kernel change on a GPU:
 // a comma-separated list of families (k_forced_families) and dtypes (fp8, bf16), e.g.

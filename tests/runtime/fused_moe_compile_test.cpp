@@ -68,6 +68,8 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
       CHECK(warning.find("C75") == std::string::npos);
     if (config.gemm1.stream_k) // template value tiles = 0
       CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos);
+    if (config.gemm1.dynamic) // template value tiles = 1024
+      CHECK((*variant)->name_expression.find(", 1024, 0LL>") != std::string::npos);
   }
   return wgmma_variants;
 }
@@ -289,7 +291,7 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad = c;
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
   bad.block_m = 128;
-  CHECK(refused(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+  CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
         std::string::npos);
   // The normal orientation takes several tiles per CTA (up to 16), whole tiles of its outputs.
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
@@ -357,6 +359,11 @@ GemmTile stream_k_tile(int block_n, int stages) {
   t.stream_k = true;
   return t;
 }
+GemmTile dynamic_tile(int block_n, int stages) {
+  GemmTile t = GemmTile::wgmma_tile(block_n, stages, true, 1);
+  t.dynamic = true;
+  return t;
+}
 } // namespace
 
 TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32; kept by the "
@@ -387,11 +394,11 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2), c.gemm2};
   bad.gemm1.stream_k = true;
-  CHECK(refused(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+  CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
         std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   bad.gemm2.stream_k = true;
-  CHECK(refused(qwen, bad).find("stream_k need a wgmma tile") != std::string::npos);
+  CHECK(refused(qwen, bad).find("stream_k and dynamic need a wgmma tile") != std::string::npos);
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{64, c}}});
@@ -403,6 +410,25 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
   CHECK(again->entries[0].buckets[0].config == c);
+  // The dynamic schedule: the same rules but any block size; not both schedules at once.
+  const MoeTileConfig d{64, dynamic_tile(128, 4), dynamic_tile(64, 6)};
+  CHECK(refused(qwen, d).empty());
+  CHECK(d.gemm2.describe() == "wgmma-swap n64 g1 s6 dyn");
+  bad = d;
+  bad.gemm1.stream_k = true;
+  CHECK(refused(qwen, bad).find("stream_k and dynamic are two schedules") != std::string::npos);
+  bad = d;
+  bad.gemm1.block_n = 64;
+  CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
+  table.entries[0].buckets.push_back({256, d});
+  std::string with_dynamic;
+  llvm::raw_string_ostream dos(with_dynamic);
+  dos << moe_config_table_to_json(table);
+  dos.flush();
+  CHECK(with_dynamic.find("\"dynamic\":true") != std::string::npos);
+  auto both = parse_moe_config_table(with_dynamic);
+  REQUIRE_MESSAGE(static_cast<bool>(both), llvm::toString(both.takeError()));
+  CHECK(both->entries[0].buckets[1].config == d);
   const size_t at = text.find("\"stream_k\":true");
   text.replace(at, std::string_view("\"stream_k\":true").size(), "\"stream_k\":1");
   ErrorSummary error = summarize(parse_moe_config_table(text).takeError());
@@ -419,7 +445,9 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
   for (const auto& [shape, config] :
        {std::pair{qwen, MoeTileConfig{8, stream_k_tile(128, 6), stream_k_tile(64, 6)}},
         std::pair{qwen, MoeTileConfig{32, stream_k_tile(128, 4), stream_k_tile(64, 4)}},
-        std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}}})
+        std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}},
+        std::pair{qwen, MoeTileConfig{64, dynamic_tile(128, 4), dynamic_tile(64, 6)}},
+        std::pair{mixtral_bf16, MoeTileConfig{8, dynamic_tile(128, 6), dynamic_tile(64, 4)}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 

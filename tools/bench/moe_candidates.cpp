@@ -30,6 +30,13 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
       for (int stages : {4, 6, 8})
         list.push_back(wgmma_tile(bn, stages, true, wg));
   list.push_back(wgmma_tile(widths[0], 3, true, 1)); // more CTAs per SM
+  // Dynamic: a resident grid taking whole tiles from a counter (no wave changes, one fill per
+  // CTA, balance that follows each SM's memory service).
+  for (int stages : {3, 4, 6, 8}) {
+    GemmTile t = wgmma_tile(widths[0], stages, true, 1);
+    t.dynamic = true;
+    list.push_back(t);
+  }
   for (int bn : widths) // odd depths, one warpgroup (two need an even count)
     for (int stages : {5, 7})
       list.push_back(wgmma_tile(bn, stages, true, 1));
