@@ -150,6 +150,24 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   }
 }
 
+// The persistent schedules' consumers, when their next tile is of another token block than the
+// last: the block's slots (slot_of_row, the consumers' own copy), expert and used rows. Named
+// barrier 5 is theirs.
+template <class G>
+__device__ __forceinline__ void
+moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
+                         const int* expert_ids, int num_slots, int* slot_of_row) {
+  if (m_block == b.m_block)
+    return;
+  named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
+  moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
+                              static_cast<int>(threadIdx.x), 128);
+  named_barrier(5, 128);
+  b.m_block = m_block;
+  b.expert = expert_ids[m_block];
+  b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
+}
+
 // Stream-K (TILES == 0): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
 // tile split between CTAs is completed and written by the CTA whose piece arrives last
 // (moe_stream_k_meet). The consumers recompute the block's slots when the token block changes.
@@ -183,15 +201,7 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
     const MoeStreamStep<G> st(u);
     const int k1 =
         static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
-    if (st.m_block != b.m_block) {
-      named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
-      moe_block_rows_by<G::k_tok>(sorted_ids, st.m_block, num_slots, a_row_divisor, nullptr,
-                                  slot_of_row, static_cast<int>(threadIdx.x), 128);
-      named_barrier(5, 128);
-      b.m_block = st.m_block;
-      b.expert = expert_ids[st.m_block];
-      b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
-    }
+    moe_consumers_take_block<G>(b, st.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
     b.tile = st.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
@@ -203,9 +213,9 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
   }
 }
 
-// Dynamic (TILES == -1): a resident grid whose CTAs take whole tiles from a global counter
-// (moe_dynamic_produce); the consumers learn each tile from the producer's ring once its first
-// stage has landed, and stop at index -1.
+// Dynamic (TILES == k_tiles_dynamic): a resident grid whose CTAs take whole tiles from a global
+// counter (moe_dynamic_produce); the consumers learn each tile from the producer's ring once its
+// first stage has landed, and stop at index -1.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
@@ -241,15 +251,7 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
     if (item < 0)
       break;
     const int m_block = item / k_tiles;
-    if (m_block != b.m_block) {
-      named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
-      moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, nullptr,
-                                  slot_of_row, static_cast<int>(threadIdx.x), 128);
-      named_barrier(5, 128);
-      b.m_block = m_block;
-      b.expert = expert_ids[m_block];
-      b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
-    }
+    moe_consumers_take_block<G>(b, m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
     b.tile = item % k_tiles;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
@@ -257,7 +259,7 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
   }
 }
 
-// Either schedule.
+// The CTA's schedule: fixed, stream-K or dynamic.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
