@@ -5,8 +5,8 @@
 //      warp scans), the padded total written to num_tokens_post_padded;
 //   3. sorted_token_ids[0, total) filled with the sentinel num_slots, expert_ids per block;
 //   4. every slot scattered to its expert's next position (shared atomic cursor);
-//   5. the flag_count flags at `flags` zeroed (the stream-K GEMMs' arrival counters, which they
-//      leave zero again; none: flag_count 0).
+//   5. the counter_count ints at `counters` zeroed (the persistent GEMM schedules' counters,
+//      which they leave zero again; none: counter_count 0).
 // The order of slots inside an expert's segment is unspecified (atomics); the GEMMs compute
 // every row independently, so results do not depend on it. The slots always come first in their
 // segment, the padding after them (the cursor starts at the segment's first row): the wgmma
@@ -24,7 +24,7 @@ template <int EXPERTS, int BLOCK_M, long long NUM_TOKENS_SPEC>
 __global__ void __launch_bounds__(moe_align_detail::k_threads)
     moe_align(const int* __restrict__ topk_ids, int* __restrict__ sorted_token_ids,
               int* __restrict__ expert_ids, int* __restrict__ num_tokens_post_padded,
-              int* __restrict__ flags, int flag_count, int num_tokens, int top_k) {
+              int* __restrict__ counters, int counter_count, int num_tokens, int top_k) {
   using namespace moe_align_detail;
   static_assert(EXPERTS >= 1 && EXPERTS <= k_threads, "one thread per expert in the scan");
   __shared__ int counts[EXPERTS];
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(moe_align_detail::k_threads)
     if (e >= 0 && e < EXPERTS)
       sorted_token_ids[shared_fetch_add(&cursor[e], 1)] = s;
   }
-  for (int i = tid; i < flag_count; i += k_threads)
-    flags[i] = 0;
+  for (int i = tid; i < counter_count; i += k_threads)
+    counters[i] = 0;
 }
 
 } // namespace specjit_kernels

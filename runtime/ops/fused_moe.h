@@ -97,7 +97,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
 
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
 // rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
-// zeroes `zero_flags` (i32, optional: fused_moe passes the stream-K counters of its workspace).
+// zeroes `zero_counters` (i32, optional: fused_moe passes its workspace's stream-K and dynamic
+// schedule counters).
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);
@@ -105,7 +106,7 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
                       int block_m, const runtime::TensorRef& sorted_ids,
                       const runtime::TensorRef& expert_ids,
                       const runtime::TensorRef& num_post_padded, bool checked, CUstream stream,
-                      const runtime::TensorRef& zero_flags = {});
+                      const runtime::TensorRef& zero_counters = {});
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 

@@ -106,7 +106,7 @@ static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& t
 llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_t experts,
                       int block_m, const TensorRef& sorted_ids, const TensorRef& expert_ids,
                       const TensorRef& num_post_padded, bool checked, CUstream stream,
-                      const TensorRef& zero_flags) {
+                      const TensorRef& zero_counters) {
   if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4))
     return err;
   const int64_t tokens = topk_ids.shape[0], top_k = topk_ids.shape[1];
@@ -123,9 +123,9 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
     return err;
   if (auto err = expect("num_post_padded", num_post_padded, DType::i32, {1}, 4))
     return err;
-  const bool zeroing = zero_flags.data != 0;
+  const bool zeroing = zero_counters.data != 0;
   if (zeroing)
-    if (auto err = expect("zero_flags", zero_flags, DType::i32, {-1}, 4))
+    if (auto err = expect("zero_counters", zero_counters, DType::i32, {-1}, 4))
       return err;
   if (checked)
     if (auto err = check_ids_on_host(engine, topk_ids, experts, stream))
@@ -134,8 +134,8 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
   config.block[0] = k_align_threads;
   config.stream = stream;
   return launch_variant(engine, k_align, {experts, block_m, tokens}, config, topk_ids.data,
-                        sorted_ids.data, expert_ids.data, num_post_padded.data, zero_flags.data,
-                        zeroing ? static_cast<int>(zero_flags.shape[0]) : 0,
+                        sorted_ids.data, expert_ids.data, num_post_padded.data, zero_counters.data,
+                        zeroing ? static_cast<int>(zero_counters.shape[0]) : 0,
                         static_cast<int>(tokens), static_cast<int>(top_k));
 }
 
