@@ -326,6 +326,19 @@ llvm::Expected<const Variant*> Engine::get(KernelId kernel, llvm::ArrayRef<int64
   return &(*slot)->variant;
 }
 
+namespace {
+// Dynamic shared memory past the 48 KB default needs the function's opt-in (launches and
+// occupancy queries alike).
+llvm::Error allow_shared_bytes(const Driver& drv, const Variant& variant, unsigned shared_bytes) {
+  if (shared_bytes <= 48 * 1024)
+    return llvm::Error::success();
+  return drv.check(drv.cuFuncSetAttribute(variant.function,
+                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          static_cast<int>(shared_bytes)),
+                   "cuFuncSetAttribute");
+}
+} // namespace
+
 llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& config,
                                   const void* const* arguments, const size_t* sizes,
                                   size_t count) {
@@ -347,13 +360,8 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
                       variant.kernel_name, variant.name_expression, expected, passed);
   }
   const Driver& drv = *driver(); // loaded: the variant has a function
-  if (config.shared_bytes > 48 * 1024) {
-    if (auto err = drv.check(drv.cuFuncSetAttribute(variant.function,
-                                                     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                     static_cast<int>(config.shared_bytes)),
-                             "cuFuncSetAttribute"))
-      return err;
-  }
+  if (auto err = allow_shared_bytes(drv, variant, config.shared_bytes))
+    return err;
   if (config.cluster_x > 1 && config.grid[0] % config.cluster_x != 0)
     return make_error(Errc::invalid_argument,
                       "kernel {} ({}): grid x extent {} is not a multiple of the cluster size {}",
@@ -422,12 +430,8 @@ llvm::Expected<unsigned> Engine::resident_ctas(const Variant& variant, const Lau
   if (auto err = m_impl->ensure_context())
     return err;
   const Driver& drv = *driver();
-  if (config.shared_bytes > 48 * 1024)
-    if (auto err = drv.check(drv.cuFuncSetAttribute(variant.function,
-                                                    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                    static_cast<int>(config.shared_bytes)),
-                             "cuFuncSetAttribute"))
-      return err;
+  if (auto err = allow_shared_bytes(drv, variant, config.shared_bytes))
+    return err;
   const unsigned threads = config.block[0] * config.block[1] * config.block[2];
   int per_sm = 0, sms = 0;
   CUdevice device = 0;

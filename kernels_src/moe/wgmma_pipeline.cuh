@@ -23,11 +23,10 @@
 namespace specjit_kernels {
 
 // Stream-K's global scratch (the workspace's): k_stream_k_max_ctas arrival counters (zeroed by
-// moe_align, left zero by the GEMMs), then k_stream_k_slot_floats floats of partial sums, two
-// slots of a tile's sums (64 x TOK per MMA) per CTA. runtime/ops/moe_detail.h has the same
-// numbers, and caps the grid so that the slots fit.
+// moe_align, left zero by the GEMMs), then the partial sums, two slots of a tile's sums (64 x
+// TOK per MMA) per CTA. runtime/ops/moe_detail.h has the same numbers and the slots' size
+// (k_stream_k_slot_floats), and caps the grid so that the slots fit.
 inline constexpr int k_stream_k_max_ctas = 1024;
-inline constexpr int k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
 // Then the dynamic schedule's two counters per GEMM (next tile, CTAs done); the slots follow all
 // k_scratch_counters counters.
 inline constexpr int k_dynamic_counters = k_stream_k_max_ctas;
@@ -324,6 +323,23 @@ moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned lon
   return true;
 }
 
+// The persistent schedules' producer warp, when its next tile is of another token block than
+// the last (`rows_of`): GEMM1's gathered rows (a_rows, only this warp's) for block m_block.
+template <class G>
+__device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_of,
+                                                        const int* sorted_ids, int num_slots,
+                                                        int a_row_divisor, int* a_rows) {
+  if constexpr (!G::k_a_tma) {
+    if (m_block == rows_of)
+      return;
+    __syncwarp(); // the previous block's copies are all issued
+    moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
+                                static_cast<int>(threadIdx.x) & 31, 32);
+    __syncwarp();
+    rows_of = m_block;
+  }
+}
+
 // The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
 // the block changes (GEMM1: a_rows, which only this warp reads). `depends` as in
 // moe_wgmma_produce.
@@ -352,15 +368,7 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, con
     if (u >= begin + prefetched)
       load_weights(u);
     const MoeStreamStep<G> st(u);
-    if constexpr (!G::k_a_tma) {
-      if (st.m_block != rows_of) { // the previous block's copies are all issued
-        __syncwarp();
-        moe_block_rows_by<G::k_tok>(sorted_ids, st.m_block, num_slots, a_row_divisor, a_rows,
-                                    nullptr, static_cast<int>(threadIdx.x) & 31, 32);
-        __syncwarp();
-        rows_of = st.m_block;
-      }
-    }
+    moe_producer_take_block<G>(st.m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
     moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
   cp_async_wait<0>(); // no copy outlives its thread
@@ -412,15 +420,7 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
     if (lane == 0)
       ring[t % k_dynamic_ring] = item;
     const int m_block = item / k_tiles, tile = item % k_tiles, expert = expert_ids[m_block];
-    if constexpr (!G::k_a_tma) {
-      if (m_block != rows_of) { // the previous block's copies are all issued
-        __syncwarp();
-        moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
-                                    lane, 32);
-        __syncwarp();
-        rows_of = m_block;
-      }
-    }
+    moe_producer_take_block<G>(m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
 #pragma unroll 1
     for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {
       moe_load_weights<G>(b, w_map, kt, k * 128, tile * G::k_out_cols, expert, w_row_half);
