@@ -37,9 +37,6 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
     t.dynamic = true;
     list.push_back(t);
   }
-  for (int bn : widths) // odd depths, one warpgroup (two need an even count)
-    for (int stages : {5, 7})
-      list.push_back(wgmma_tile(bn, stages, true, 1));
   if (per_expert <= 32) {
     // Split-K clusters: more CTAs streaming weights when few experts are hit, shorter CTAs
     // against the last wave's tail.
