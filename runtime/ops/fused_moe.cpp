@@ -58,16 +58,16 @@ int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.interm
 
 // CTAs of a wgmma GEMM's 1-D grid: groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh,
 // setup) x tile groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
-// Stream-K tiles: as many as the device holds at once, at most one per step and no more than
-// the workspace's scratch holds (k_stream_k_max_ctas counters, two slots of 64 x block_m sums
-// per MMA a CTA).
 int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
   return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
 }
-llvm::Expected<unsigned> stream_k_ctas(runtime::Engine& engine, const runtime::Variant& variant,
-                                       const runtime::LaunchConfig& launch, int gemm,
-                                       int64_t block_m, int64_t blocks, int64_t rows,
-                                       int64_t k_bytes, const GemmTile& tile) {
+// The persistent schedules' grid: as many CTAs as the device holds at once, at most one per
+// tile (dynamic) or per step (stream-K, whose CTAs also need the workspace's scratch:
+// k_stream_k_max_ctas counters, two slots of 64 x block_m sums per MMA a CTA).
+llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime::Variant& variant,
+                                         const runtime::LaunchConfig& launch, int gemm,
+                                         int64_t block_m, int64_t blocks, int64_t rows,
+                                         int64_t k_bytes, const GemmTile& tile) {
   thread_local llvm::DenseMap<const runtime::Variant*, unsigned> resident;
   auto it = resident.find(&variant);
   if (it == resident.end()) {
@@ -185,8 +185,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         auto variant = get_variant(engine, index, values);
         if (!variant)
           return variant.takeError();
-        auto ctas = stream_k_ctas(engine, **variant, launch, gemm, config.block_m, blocks, rows,
-                                  k_bytes, tile);
+        auto ctas = persistent_ctas(engine, **variant, launch, gemm, config.block_m, blocks, rows,
+                                    k_bytes, tile);
         if (!ctas)
           return ctas.takeError();
         launch.grid[0] = *ctas;
