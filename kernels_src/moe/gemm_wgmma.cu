@@ -11,7 +11,9 @@
 // order (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
 // (moe_wgmma_split_reduce); TILES > 1: the tiles go through one pipeline; launched for
 // the worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is meant
-// to be launched programmatically after GEMM1 (see moe_wgmma_produce).
+// to be launched programmatically after GEMM1 (see moe_wgmma_produce), and with the block
+// hand-off (GEMM1's `handoff` 1, GEMM2's `handoff_target` > 0; MoeDependence) it takes each
+// token block as soon as GEMM1 has written it.
 //
 // Two orientations, picked per token-count bucket by the configuration table:
 //   normal   each consumer warpgroup owns 64 token rows (wgmma's M); the weight tile's BW rows
@@ -111,14 +113,14 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
 
 // The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
 // (K split across warpgroups and across the cluster) and then epilogue(b, acc) with b.tile set,
-// by the threads that hold the tile's sums. `depends` (GEMM2): its tokens are the previous
-// kernel's output (see the producer).
+// by the threads that hold the tile's sums. `d` (GEMM2): its tokens are the previous kernel's
+// output (MoeDependence).
 template <class G, class Epilogue>
-__device__ __forceinline__ void
-moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
-               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-               int num_slots, int a_row_divisor, int w_row_half, bool depends,
-               Epilogue&& epilogue) {
+__device__ __forceinline__ void moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a,
+                                               const TmaDesc* a_map, const int* sorted_ids,
+                                               const int* expert_ids, const int* num_post_padded,
+                                               int num_slots, int a_row_divisor, int w_row_half,
+                                               const MoeDependence& d, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
   __shared__ int a_rows[G::k_tok];
@@ -127,12 +129,15 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor, smem,
                           bars, a_rows, slot_of_row, b))
     return;
-  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
     if constexpr (G::k_producer_regs != 0)
       warpgroup_release_registers<G::k_producer_regs>();
-    moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, depends);
+    MoeDependence dep = d; // one producer warp per CTA of a token block in use
+    dep.blocks = *num_post_padded / G::k_tok;
+    dep.producers = dep.blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k;
+    moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, dep);
     return;
   }
   if constexpr (G::k_consumer_regs != 0)
@@ -175,7 +180,7 @@ template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
                    const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                   int num_slots, int a_row_divisor, int w_row_half, bool depends,
+                   int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
                    unsigned char* scratch, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
@@ -186,11 +191,14 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
   long long begin, end;
   if (!moe_stream_k_setup<G>(num_post_padded, smem, bars, b, sk, begin, end))
     return;
-  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    MoeDependence dep = d; // one producer warp per CTA with steps
+    dep.blocks = *num_post_padded / G::k_tok;
+    dep.producers = static_cast<int>(sk.total < sk.ctas ? sk.total : sk.ctas);
     moe_stream_k_produce<G>(b, begin, end, &w_map, a, a_map, a_rows, sorted_ids, expert_ids,
-                            num_slots, a_row_divisor, w_row_half, depends);
+                            num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
   const int cta = static_cast<int>(blockIdx.x);
@@ -220,7 +228,7 @@ template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
                   const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                  int num_slots, int a_row_divisor, int w_row_half, bool depends,
+                  int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
                   unsigned char* scratch, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
@@ -233,12 +241,15 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
   moe_pipeline_init<G>(smem, bars, b);
   __syncthreads();
   const int items = *num_post_padded / G::k_tok * k_tiles;
-  if (!depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
+  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (depends ? 2 : 0);
+    int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
+    MoeDependence dep = d; // one producer warp per CTA
+    dep.blocks = *num_post_padded / G::k_tok;
+    dep.producers = static_cast<int>(gridDim.x);
     moe_dynamic_produce<G>(b, counters, items, ring, &w_map, a, a_map, a_rows, sorted_ids,
-                           expert_ids, num_slots, a_row_divisor, w_row_half, depends);
+                           expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
   b.slot_of_row = slot_of_row;
@@ -264,17 +275,17 @@ template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-              int num_slots, int a_row_divisor, int w_row_half, bool depends,
+              int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
               unsigned char* scratch, Epilogue&& epilogue) {
   if constexpr (G::k_stream_k)
     moe_wgmma_stream_k<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                          a_row_divisor, w_row_half, depends, scratch, epilogue);
+                          a_row_divisor, w_row_half, d, scratch, epilogue);
   else if constexpr (G::k_dynamic)
     moe_wgmma_dynamic<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                         a_row_divisor, w_row_half, depends, scratch, epilogue);
+                         a_row_divisor, w_row_half, d, scratch, epilogue);
   else
     moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                      a_row_divisor, w_row_half, depends, epilogue);
+                      a_row_divisor, w_row_half, d, epilogue);
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
@@ -290,7 +301,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
                 const int* __restrict__ num_post_padded, const float* __restrict__ a1_scale,
                 const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
                 unsigned char* __restrict__ intermediate, unsigned char* __restrict__ scratch,
-                int num_tokens, int top_k) {
+                int handoff, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -319,9 +330,11 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
           store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
       }
     });
+    if (handoff) // GEMM2 takes the block once all its tiles are in
+      moe_handoff_signal(scratch, b.m_block);
   };
   moe_wgmma_run<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
-                   top_k, N, false, scratch, epilogue);
+                   top_k, N, MoeDependence{}, scratch, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -331,7 +344,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a2_scale,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
-                int num_tokens, int top_k) {
+                int handoff_target, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -353,8 +366,14 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
         store_u16(out, static_cast<unsigned short>(packed));
     });
   };
+  MoeDependence d;
+  d.depends = true;
+  if (handoff_target > 0) {
+    d.counters = reinterpret_cast<int*>(scratch) + k_handoff_counters;
+    d.target = handoff_target;
+  }
   moe_wgmma_run<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
-                   num_slots, 0, 0, true, scratch, epilogue);
+                   num_slots, 0, 0, d, scratch, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
@@ -370,21 +389,21 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a1_scale,                 \
       const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
-      unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch,               \
+      unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch, int handoff,  \
       int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
   w13_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale, a2_scale,         \
-      intermediate, scratch, num_tokens, top_k
+      intermediate, scratch, handoff, num_tokens, top_k
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
   const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
-      unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch, int num_tokens,  \
-      int top_k
+      unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch,                  \
+      int handoff_target, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
   w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
-      topk_weights, slot_out, scratch, num_tokens, top_k
+      topk_weights, slot_out, scratch, handoff_target, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)

@@ -497,7 +497,7 @@ __device__ __forceinline__ bool moe_stream_k_meet(unsigned char* scratch, const 
   __shared__ int is_last;
   const int tid = static_cast<int>(threadIdx.x);
   int* counters = reinterpret_cast<int*>(scratch);
-  float* slots = reinterpret_cast<float*>(counters + k_scratch_counters);
+  float* slots = reinterpret_cast<float*>(counters + k_scratch_ints);
   const int head = sk.cta_of(tile_begin);
   const long long tile_end = tile_begin + G::k_k_tiles;
   auto slot_of = [&](int c) {

@@ -31,6 +31,12 @@ inline constexpr int k_stream_k_max_ctas = 1024;
 // k_scratch_counters counters.
 inline constexpr int k_dynamic_counters = k_stream_k_max_ctas;
 inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
+// Then the block hand-off's (MoeDependence): GEMM2's count of producers done, and one counter per
+// token block. The slots follow all k_scratch_ints ints.
+inline constexpr int k_handoff_done = k_scratch_counters;
+inline constexpr int k_handoff_counters = k_handoff_done + 1;
+inline constexpr int k_handoff_blocks = 4096;
+inline constexpr int k_scratch_ints = k_handoff_counters + k_handoff_blocks;
 // The template value TILES of the dynamic schedule (0 is stream-K, 1-16 tiles per CTA).
 inline constexpr int k_tiles_dynamic = 1024;
 
@@ -250,14 +256,96 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
   }
 }
 
-// The producer warps of the fixed schedule. `depends` (GEMM2): the token rows are the previous
-// kernel's output, so the first stages' weights are requested before griddepcontrol.wait and
-// the token rows after it; under a programmatic launch the weight stream overlaps the end of
-// GEMM1.
+// What a GEMM's token rows wait for. GEMM1 (depends false): nothing, they are the layer's input.
+// GEMM2: GEMM1's output. Without hand-off counters, the whole of the previous grid
+// (griddepcontrol.wait, once). With them (the block hand-off), each token block only until
+// GEMM1 has written all of it: every warp that runs a GEMM1 tile's epilogue adds 1 to the
+// block's counter once its stores are visible (moe_handoff_signal), and the block is complete
+// at `target` (GEMM1's tiles per block x its epilogue warps; the host's number). So under a
+// programmatic launch GEMM2 works on GEMM1's first blocks while GEMM1's last CTAs run. No
+// deadlock: GEMM2's CTAs start only once every GEMM1 CTA has started (launch_dependents runs
+// at a CTA's start), so every counter GEMM2 waits for is being counted. The counters are zero
+// between layer calls: moe_align zeroes them, and the last of GEMM2's `producers` producer
+// warps to finish zeroes them again (moe_dependence_end); the host turns the hand-off on only
+// for a call that runs both GEMMs.
+struct MoeDependence {
+  bool depends = false;
+  int* counters = nullptr; // the hand-off counters (k_handoff_counters), or null
+  int target = 0;
+  int producers = 0; // GEMM2's producer warps that read the counters (set by the schedule)
+  int blocks = 0;    // token blocks of this call
+};
+
+// Before a producer's first token rows of block m_block (`ready`: the block it last waited for,
+// -1 at first).
+__device__ __forceinline__ void moe_wait_rows(const MoeDependence& d, int m_block, int& ready) {
+  if (!d.depends || m_block == ready)
+    return;
+  if (d.counters) {
+    if ((threadIdx.x & 31) == 0) {
+      const int* counter = d.counters + m_block;
+      int count;
+#pragma unroll 1
+      for (int polls = 0;; ++polls) { // relaxed polls (an acquire load would cost more each time)
+        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(count) : "l"(counter) : "memory");
+        if (count >= d.target)
+          break;
+        if (polls >= 8)
+          __nanosleep(32);
+      }
+      asm volatile("fence.acq_rel.gpu;" ::: "memory"); // with the count: acquire
+      // The rows were written by generic stores; TMA reads them through the async proxy.
+      asm volatile("fence.proxy.async.global;" ::: "memory");
+    }
+    __syncwarp();
+  } else if (ready < 0) {
+    grid_dependency_wait();
+  }
+  ready = m_block;
+}
+
+// After a producer warp's last loads, with the hand-off: the last producer to get here waits
+// for GEMM1's grid, so GEMM2 still ends after GEMM1 (the kernels after it in the stream count
+// on the order; the others exit at once), and zeroes the counters for the next call.
+__device__ __forceinline__ void moe_dependence_end(const MoeDependence& d) {
+  if (!d.counters)
+    return;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int* done = d.counters - k_handoff_counters + k_handoff_done;
+  int last = 0;
+  if (lane == 0) {
+    // Release: this warp's reads of the counters come before its count; acquire for the last.
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    last = atomicAdd(done, 1) == d.producers - 1;
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+  if (shfl_idx_i32(last, 0)) {
+    grid_dependency_wait();
+    for (int i = lane; i < d.blocks; i += 32)
+      d.counters[i] = 0;
+    if (lane == 0)
+      *done = 0;
+  }
+}
+
+// GEMM1, by every warp that ran a tile's epilogue, after its stores of token block m_block.
+__device__ __forceinline__ void moe_handoff_signal(unsigned char* scratch, int m_block) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0 && m_block < k_handoff_blocks) {
+    // A release add: the warp's stores (ordered before it by __syncwarp) are visible to whoever
+    // sees the count.
+    int* counter = reinterpret_cast<int*>(scratch) + k_handoff_counters + m_block;
+    asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(counter) : "memory");
+  }
+}
+
+// The producer warps of the fixed schedule. GEMM2 (d.depends): the token rows are the previous
+// kernel's output, so the first stages' weights are requested before waiting for them
+// (moe_wait_rows); under a programmatic launch the weight stream overlaps the end of GEMM1.
 template <class G>
-__device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map,
-                                                  const unsigned char* a, const TmaDesc* a_map,
-                                                  const int* a_rows, int w_row_half, bool depends) {
+__device__ __forceinline__ void
+moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map, const unsigned char* a,
+                  const TmaDesc* a_map, const int* a_rows, int w_row_half, const MoeDependence& d) {
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto k_byte = [&](int kt) { return (b.k_tile0 + kt % G::k_k_tiles) * 128; };
   auto load_weights = [&](int kt) {
@@ -265,12 +353,12 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
                         b.expert, w_row_half);
   };
   const int prefetched =
-      depends ? (G::k_steps < G::k_stages_value ? G::k_steps : G::k_stages_value) : 0;
+      d.depends ? (G::k_steps < G::k_stages_value ? G::k_steps : G::k_stages_value) : 0;
 #pragma unroll 1
   for (int kt = 0; kt < prefetched; ++kt)
     load_weights(kt);
-  if (depends)
-    grid_dependency_wait();
+  int ready = -1;
+  moe_wait_rows(d, b.m_block, ready);
 #pragma unroll 1
   for (int kt = 0; kt < G::k_steps; ++kt) {
     if (kt >= prefetched)
@@ -278,6 +366,7 @@ __device__ __forceinline__ void moe_wgmma_produce(const MoeWgmmaBlock& b, const 
     moe_load_tokens<G>(b, a, a_map, a_rows, kt, k_byte(kt), b.m_block);
   }
   cp_async_wait<0>(); // no copy outlives its thread
+  moe_dependence_end(d);
 }
 
 // Stream-K: the CTAs' shares of `total` steps (token blocks x tiles x K stages, in that order
@@ -341,14 +430,13 @@ __device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_o
 }
 
 // The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
-// the block changes (GEMM1: a_rows, which only this warp reads). `depends` as in
-// moe_wgmma_produce.
+// the block changes (GEMM1: a_rows, which only this warp reads). `d` as in moe_wgmma_produce.
 template <class G>
 __device__ __forceinline__ void
 moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, const TmaDesc* w_map,
                      const unsigned char* a, const TmaDesc* a_map, int* a_rows,
                      const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
-                     int w_row_half, bool depends) {
+                     int w_row_half, const MoeDependence& d) {
   static_assert(G::k_producers == 32, "one producer warp");
   auto load_weights = [&](long long u) {
     const MoeStreamStep<G> st(u);
@@ -356,22 +444,22 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, con
                         expert_ids[st.m_block], w_row_half);
   };
   const long long prefetched =
-      depends ? (end - begin < G::k_stages_value ? end - begin : G::k_stages_value) : 0;
+      d.depends ? (end - begin < G::k_stages_value ? end - begin : G::k_stages_value) : 0;
 #pragma unroll 1
   for (long long u = begin; u < begin + prefetched; ++u)
     load_weights(u);
-  if (depends)
-    grid_dependency_wait();
-  int rows_of = -1; // the token block a_rows holds
+  int rows_of = -1, ready = -1; // the token block a_rows holds, the last one waited for
 #pragma unroll 1
   for (long long u = begin; u < end; ++u) {
     if (u >= begin + prefetched)
       load_weights(u);
     const MoeStreamStep<G> st(u);
     moe_producer_take_block<G>(st.m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
+    moe_wait_rows(d, st.m_block, ready);
     moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
   cp_async_wait<0>(); // no copy outlives its thread
+  moe_dependence_end(d);
 }
 
 // The dynamic schedule: tiles (token block, tile; block-major) handed out one at a time from a
@@ -389,12 +477,11 @@ __device__ __forceinline__ void
 moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile int* ring,
                     const TmaDesc* w_map, const unsigned char* a, const TmaDesc* a_map, int* a_rows,
                     const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
-                    int w_row_half, bool depends) {
+                    int w_row_half, const MoeDependence& d) {
   static_assert(G::k_producers == 32, "one producer warp");
   constexpr int k_tiles = G::k_n / G::k_out_cols;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  bool waited = !depends;
-  int kt = 0, rows_of = -1;
+  int kt = 0, rows_of = -1, ready = -1;
 #pragma unroll 1
   for (int t = 0;; ++t) {
     int item = 0;
@@ -424,14 +511,12 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
 #pragma unroll 1
     for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {
       moe_load_weights<G>(b, w_map, kt, k * 128, tile * G::k_out_cols, expert, w_row_half);
-      if (!waited) { // GEMM2: the first stage's weights are requested before the wait
-        grid_dependency_wait();
-        waited = true;
-      }
+      moe_wait_rows(d, m_block, ready); // GEMM2: the stage's weights are requested before
       moe_load_tokens<G>(b, a, a_map, a_rows, kt, k * 128, m_block);
     }
   }
   cp_async_wait<0>(); // no copy outlives its thread
+  moe_dependence_end(d);
   if (lane == 0 && atomicAdd(counters + 1, 1) == static_cast<int>(gridDim.x) - 1) {
     counters[0] = 0; // every CTA has taken its last index: ready for the next launch
     counters[1] = 0;

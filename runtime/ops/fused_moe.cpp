@@ -87,6 +87,30 @@ llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime:
 
 } // namespace
 
+// GEMM2's block hand-off target (MoeDependence in kernels_src/moe/wgmma_pipeline.cuh): the count
+// a token block's counter reaches once GEMM1 has written it, i.e. GEMM1's tiles per block (of
+// block_n / 2 output columns) times the warps that run each tile's epilogue (swap-AB: the one
+// warpgroup left after the K split; normal: every warpgroup, each with its own token rows).
+// 0, GEMM2 waiting for the whole of GEMM1, unless both GEMMs are wgmma and run in this call
+// (GEMM2 zeroes the counters GEMM1 counted; align zeroes them too), every block has a counter,
+// and not both GEMMs are stream-K (they share the scratch slots, so they must not overlap); and
+// options.handoff (automatic: FP8 with 32 tokens an expert or more).
+int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
+                               const FusedMoeOptions& options, int64_t blocks) {
+  const unsigned gemms = moe_stage_gemm1 | moe_stage_gemm2;
+  const bool wanted = options.handoff == MoeHandoff::always ||
+                      (options.handoff == MoeHandoff::automatic && s.dtype == MoeDType::fp8 &&
+                       tokens * s.top_k >= 32 * s.experts);
+  if (!wanted || (options.stages & gemms) != gemms || config.gemm1.kernel != MoeGemmKernel::wgmma ||
+      config.gemm2.kernel != MoeGemmKernel::wgmma || blocks > k_handoff_blocks ||
+      (config.gemm1.stream_k && config.gemm2.stream_k))
+    return 0;
+  const GemmTile& g1 = config.gemm1;
+  const int64_t tiles = s.intermediate / (g1.block_n / 2);
+  const int64_t epilogue_warps = g1.swap_ab ? 4 : 4 * g1.warpgroups;
+  return static_cast<int>(tiles * epilogue_warps);
+}
+
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
                       const FusedMoeOptions& options, CUstream stream) {
   if (auto err = validate(s, t))
@@ -141,8 +165,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
                              {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
                              {npp, DType::i32, {1}, {}}, false, stream,
-                             {w + l.stream_k, DType::i32, {k_scratch_counters}, {}}))
+                             {w + l.stream_k, DType::i32, {l.counter_ints}, {}}))
       return err;
+  const int handoff = handoff_target(s, tokens, config, options, blocks);
   for (int gemm = 1; gemm <= 2; ++gemm) {
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
       continue;
@@ -194,7 +219,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       if (gemm == 1) {
         err = launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted, expert_ids,
                              npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter,
-                             scratch, n_tokens, top_k);
+                             scratch, handoff > 0 ? 1 : 0, n_tokens, top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -204,7 +229,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           return inter_map.takeError();
         err = launch_variant(engine, index, values, launch, *map, *inter_map, sorted, expert_ids,
                              npp, t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                             n_tokens, top_k);
+                             handoff, n_tokens, top_k);
       }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,

@@ -49,9 +49,11 @@ llvm::Error check_moe_shape(const MoeShape& shape);
 struct MoeWorkspaceLayout {
   size_t topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
          intermediate = 0, slot_out = 0;
-  // Stream-K GEMM tiles' scratch (16 MB): arrival counters, zeroed by moe_align, and the
-  // partial sums of tiles split between CTAs.
+  // The GEMM schedules' scratch (16 MB): counter_ints counters (stream-K arrivals, the dynamic
+  // schedule's tile counters, the block hand-off's), zeroed by moe_align and left zero by the
+  // GEMMs, then the partial sums of stream-K tiles split between CTAs.
   size_t stream_k = 0;
+  int64_t counter_ints = 0;
   size_t bytes = 0;       // total
   int64_t max_padded = 0; // capacity of sorted_ids (any block_m <= 256)
 };
@@ -67,6 +69,8 @@ enum MoeStage : unsigned {
   moe_stage_all = 31,
 };
 
+enum class MoeHandoff { automatic, always, never };
+
 struct FusedMoeOptions {
   bool renormalize = true;
   const MoeConfigTable* table = nullptr;  // tuned table; nullptr: default rule
@@ -76,6 +80,12 @@ struct FusedMoeOptions {
   // GEMM1): it streams its weights while GEMM1 finishes. Off: plain stream order (benchmarks
   // compare the two).
   bool programmatic_launch = true;
+  // The block hand-off: GEMM2 takes each token block as soon as GEMM1 has written it, rather than
+  // after the whole of GEMM1 (wgmma GEMMs, when this call runs both). automatic: FP8 from 32
+  // tokens an expert on, where it measured 2-3 % faster on the H200 at T >= 1024; below, and for
+  // bf16 prefill, it measured slower (up to 12 % at T = 1, 6 % for bf16 DeepSeek T = 1024).
+  // always / never: tests and benchmarks.
+  MoeHandoff handoff = MoeHandoff::automatic;
 };
 
 struct FusedMoeTensors {

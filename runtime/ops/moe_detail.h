@@ -44,10 +44,19 @@ inline constexpr int k_stream_k_max_ctas = 1024;
 inline constexpr int64_t k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
 // The dynamic schedule's counters follow the stream-K ones: k_scratch_counters in all.
 inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
+// Then the block hand-off's (GEMM1 -> GEMM2; MoeDependence in kernels_src/moe/wgmma_pipeline.cuh):
+// a count of GEMM2's producers done and a counter per token block; k_scratch_ints ints before
+// the slots, all zeroed by align.
+inline constexpr int k_handoff_blocks = 4096;
+inline constexpr int k_scratch_ints = k_scratch_counters + 1 + k_handoff_blocks;
 // The template value tiles of the dynamic schedule (0: stream-K; 1-16: tiles per CTA).
 inline constexpr int k_tiles_dynamic = 1024;
 inline constexpr size_t k_stream_k_scratch_bytes =
-    size_t{k_scratch_counters} * 4 + size_t{k_stream_k_slot_floats} * 4;
+    size_t{k_scratch_ints} * 4 + size_t{k_stream_k_slot_floats} * 4;
+
+// GEMM2's block hand-off target for this call (0: none); see fused_moe.cpp.
+int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
+                   const FusedMoeOptions& options, int64_t blocks);
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);

@@ -56,6 +56,7 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   take(l.intermediate, l.max_padded * s.intermediate * element_bytes(s.dtype));
   take(l.slot_out, slots * s.hidden * 2);
   take(l.stream_k, k_stream_k_scratch_bytes);
+  l.counter_ints = k_scratch_ints;
   l.bytes = at;
   return l;
 }

@@ -166,7 +166,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   return c;
 }
 
-void run_model(const Model& model, Forced forced = Forced::none) {
+// `handoff`: FusedMoeOptions::handoff. `calls`: the layer runs that many times on the same
+// workspace (poisoned before the first only), the output poisoned before each; the calls after
+// the first reuse the first's routing and grouping (GEMMs and reduction only, as a benchmark
+// runs them), so they count on every GEMM leaving its counters zero, which is checked.
+void run_model(const Model& model, Forced forced = Forced::none,
+               MoeHandoff handoff = MoeHandoff::automatic, int calls = 1) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -226,7 +231,6 @@ void run_model(const Model& model, Forced forced = Forced::none) {
         work_d(layout.bytes);
     x_d.upload(x.data(), x.size());
     logits_d.upload(logits.data(), logits.size() * 4);
-    out_d.poison();
     work_d.poison();
 
     FusedMoeTensors t;
@@ -243,8 +247,19 @@ void run_model(const Model& model, Forced forced = Forced::none) {
     t.workspace = {work_d.ptr(), DType::u8, {static_cast<int64_t>(layout.bytes)}, {}};
     FusedMoeOptions options;
     options.config = forced_config(s, tokens, forced);
-    require_ok(fused_moe(engine, s, t, options, nullptr));
-    require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+    options.handoff = handoff;
+    for (int call = 0; call < calls; ++call) {
+      out_d.poison();
+      options.stages =
+          call == 0 ? moe_stage_all : moe_stage_gemm1 | moe_stage_gemm2 | moe_stage_reduce;
+      require_ok(fused_moe(engine, s, t, options, nullptr));
+      require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+      if (calls > 1) {
+        std::vector<int32_t> counters(layout.counter_ints);
+        work_d.download(counters.data(), counters.size() * 4, layout.stream_k);
+        CHECK(std::count(counters.begin(), counters.end(), 0) == layout.counter_ints);
+      }
+    }
 
     // Routing: ids exactly, weights to float rounding.
     const int64_t slots = tokens * s.top_k;
@@ -406,11 +421,24 @@ TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen
   for (const auto& [forced, family] : k_forced_families)
     for (const Model& model : {k_qwen, as_bf16(k_qwen), k_deepseek, as_bf16(k_deepseek)}) {
       if (forced_selected(family, model.shape.dtype))
-        run_model(model, forced);
+        run_model(model, forced, MoeHandoff::always); // with every schedule
       else
         MESSAGE("skipped by SPECJIT_FORCED_ONLY: " << family << " "
                                                    << moe_dtype_name(model.shape.dtype).str());
     }
+}
+
+// The block hand-off (GEMM2 taking each token block once GEMM1 has written it) is on in every
+// forced case above, and in the default FP8 ones from 32 tokens an expert on. Here, the default
+// rule's tiles at every T with it never and always, the latter three calls on one workspace
+// (the GEMM2 of each must leave the hand-off's counters zero for the next).
+TEST_CASE("GEMM2 is right with and without the block hand-off, call after call (Qwen3, DeepSeek)") {
+  if (!specjit::test::gpu_or_skip("fused_moe block hand-off"))
+    return;
+  for (const Model& model : {k_qwen, k_deepseek}) {
+    run_model(model, Forced::none, MoeHandoff::never);
+    run_model(model, Forced::none, MoeHandoff::always, 3);
+  }
 }
 
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {

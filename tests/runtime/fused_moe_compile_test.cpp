@@ -7,6 +7,7 @@
 #include "runtime/engine.h"
 #include "runtime/manifest.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_detail.h"
 
 #include "support/error.h"
 
@@ -449,6 +450,49 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
         std::pair{qwen, MoeTileConfig{64, dynamic_tile(128, 4), dynamic_tile(64, 6)}},
         std::pair{mixtral_bf16, MoeTileConfig{8, dynamic_tile(128, 6), dynamic_tile(64, 4)}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+}
+
+TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue warps, when "
+          "wanted and safe") {
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const GemmTile normal2 = GemmTile::wgmma_tile(256, 3, false, 2); // 6 tiles, 8 warps each
+  const GemmTile swap2 = GemmTile::wgmma_tile(128, 4, true, 2);    // 12 tiles, 4 warps (K split)
+  const GemmTile packed = GemmTile::wgmma_tile(64, 4, true, 1);    // 24 tiles, 4 warps
+  const GemmTile gemm2 = GemmTile::wgmma_tile(128, 4, false, 2);
+  FusedMoeOptions automatic, always, never;
+  always.handoff = MoeHandoff::always;
+  never.handoff = MoeHandoff::never;
+  auto target = [&](const MoeShape& s, int64_t tokens, const MoeTileConfig& c,
+                    const FusedMoeOptions& o, int64_t blocks = 100) {
+    return moe_detail::handoff_target(s, tokens, c, o, blocks);
+  };
+  // Automatic: FP8 from 32 tokens an expert (Qwen3: T * 8 >= 32 * 128, T >= 512).
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, automatic) == 6 * 8);
+  CHECK(target(qwen, 512, {128, swap2, gemm2}, automatic) == 12 * 4);
+  CHECK(target(qwen, 511, {128, swap2, gemm2}, automatic) == 0);
+  CHECK(target(qwen, 1, {8, packed, gemm2}, always) == 24 * 4);
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, never) == 0);
+  MoeShape bf16 = qwen;
+  bf16.dtype = MoeDType::bf16;
+  CHECK(target(bf16, 4096, {128, normal2, gemm2}, automatic) == 0);
+  CHECK(target(bf16, 4096, {128, normal2, gemm2}, always) == 6 * 8);
+  // Only with both GEMMs in the call (GEMM2 zeroes what GEMM1 counts), both wgmma, a counter
+  // for every block, and not both stream-K (their scratch slots would overlap in time).
+  FusedMoeOptions gemm1_only = always;
+  gemm1_only.stages = moe_stage_align | moe_stage_gemm1;
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, gemm1_only) == 0);
+  FusedMoeOptions gemms_only = always;
+  gemms_only.stages = moe_stage_gemm1 | moe_stage_gemm2;
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, gemms_only) == 6 * 8);
+  const GemmTile mma{128, 2, 4, 3};
+  CHECK(target(qwen, 1024, {128, mma, gemm2}, always) == 0);
+  CHECK(target(qwen, 1024, {128, normal2, mma}, always) == 0);
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, always, 4096) == 6 * 8);
+  CHECK(target(qwen, 1024, {128, normal2, gemm2}, always, 4097) == 0);
+  GemmTile sk1 = GemmTile::wgmma_tile(128, 4, true, 1), sk2 = GemmTile::wgmma_tile(64, 4, true, 1);
+  sk1.stream_k = sk2.stream_k = true;
+  CHECK(target(qwen, 16, {16, sk1, sk2}, always) == 0);
+  CHECK(target(qwen, 16, {16, sk1, GemmTile::wgmma_tile(64, 4, true, 1)}, always) == 12 * 4);
 }
 
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {

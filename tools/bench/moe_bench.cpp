@@ -92,6 +92,7 @@ struct MoeBench {
   std::vector<int64_t> token_counts;
   llvm::json::Array rows, crossover;
   MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
+  MoeHandoff handoff = MoeHandoff::automatic; // --handoff
 
   bool selected(int64_t tokens) const {
     return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
@@ -128,6 +129,7 @@ struct MoeBench {
     FusedMoeOptions o;
     o.config = config;
     o.programmatic_launch = programmatic;
+    o.handoff = handoff;
     llvm::Error err = fused_moe(engine, s, tensors(b, s, tokens), o, stream);
     o.stages = stages;
     if (err) {
@@ -289,6 +291,7 @@ struct MoeBench {
         continue;
       FusedMoeOptions options;
       options.table = table;
+      options.handoff = handoff;
       MoeTileConfig chosen =
           must(resolve_moe_config(s, tokens, engine.arch(), options.table), "config").config;
       if (tune) {
@@ -339,19 +342,21 @@ struct MoeBench {
 
 int run_moe_bench(int argc, char** argv) {
   Flags flags;
-  if (!parse_flags(
-          argc, argv, 2,
-          {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes", "--tokens"},
-          {"--help", "--tune", "--verbose"}, flags))
+  if (!parse_flags(argc, argv, 2,
+                   {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
+                    "--tokens", "--handoff"},
+                   {"--help", "--tune", "--verbose"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs()
         << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
            "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
-           "                         [--tokens 1,4,...]\n"
+           "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
+           "  --handoff  GEMM2 takes each token block once GEMM1 has written it: FP8 from 32\n"
+           "             tokens an expert on (automatic), always, or never\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
@@ -360,6 +365,15 @@ int run_moe_bench(int argc, char** argv) {
   std::vector<int64_t> token_counts;
   if (!parse_token_counts(flags, token_counts))
     return 2;
+  const std::string handoff_flag = flags.get("--handoff", "automatic");
+  const std::map<std::string, MoeHandoff> handoffs = {{"automatic", MoeHandoff::automatic},
+                                                      {"always", MoeHandoff::always},
+                                                      {"never", MoeHandoff::never}};
+  if (!handoffs.count(handoff_flag)) {
+    llvm::errs() << "specjit-bench moe: --handoff takes automatic, always or never, not '"
+                 << handoff_flag << "'\n";
+    return 2;
+  }
   auto config = must(Config::from_environment(), "config");
   runtime::Engine engine(config);
   must(engine.make_context_current(), "device");
@@ -384,7 +398,8 @@ int run_moe_bench(int argc, char** argv) {
                  token_counts,
                  {},
                  {},
-                 table};
+                 table,
+                 handoffs.at(handoff_flag)};
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
   llvm::outs() << fmt::format(
