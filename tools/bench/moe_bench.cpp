@@ -64,7 +64,8 @@ const Model k_models[] = {
 
 // The token counts of --tokens (all of k_tokens when absent); false on a bad value.
 bool parse_token_counts(const Flags& flags, std::vector<int64_t>& counts) {
-  for (llvm::StringRef rest = flags.get("--tokens", ""); !rest.empty();) {
+  const std::string list = flags.get("--tokens", ""); // owns what `rest` points into
+  for (llvm::StringRef rest = list; !rest.empty();) {
     auto [word, tail] = rest.split(',');
     rest = tail;
     int64_t value = 0;
