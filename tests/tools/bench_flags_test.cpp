@@ -1,0 +1,26 @@
+// specjit-bench moe's flags are checked before anything touches a device, so a bad list or value
+// is named on a machine without a GPU (and without the driver) too.
+#include "test_support.h"
+
+#include <doctest/doctest.h>
+
+#ifdef SPECJIT_BENCH
+
+TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list and a bad --handoff") {
+  specjit::test::TempDir dir;
+  // Longer than a string's inline buffer: the list must be read from memory that is still its.
+  specjit::test::ProcessResult tokens = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--tokens", "1,16,64,256,1024,4096,3"}, {"TMPDIR=" + dir.path()});
+  CHECK(tokens.exit_code == 2);
+  CHECK_MESSAGE(tokens.err.find("--tokens: '3' is not one of") != std::string::npos, tokens.err);
+
+  specjit::test::ProcessResult handoff = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--tokens", "1,16,64,256,1024,4096", "--handoff", "sometimes"},
+      {"TMPDIR=" + dir.path()});
+  CHECK(handoff.exit_code == 2);
+  CHECK_MESSAGE(handoff.err.find("--handoff takes automatic, always or never, not 'sometimes'") !=
+                    std::string::npos,
+                handoff.err);
+}
+
+#endif
