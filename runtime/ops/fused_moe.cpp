@@ -77,7 +77,7 @@ llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime:
     it = resident.try_emplace(&variant, *ctas).first;
   }
   const int64_t tiles = blocks * (rows / tile.block_n);
-  if (tile.dynamic) // whole tiles, no scratch slots
+  if (tile.dynamic()) // whole tiles, no scratch slots
     return static_cast<unsigned>(std::min<int64_t>(it->second, tiles));
   const int64_t slot_floats = 64 * block_m * (gemm == 1 ? 2 : 1); // GEMM1: gate and up MMAs
   return static_cast<unsigned>(
@@ -103,7 +103,7 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
                        tokens * s.top_k >= 32 * s.experts);
   if (!wanted || (options.stages & gemms) != gemms || config.gemm1.kernel != MoeGemmKernel::wgmma ||
       config.gemm2.kernel != MoeGemmKernel::wgmma || blocks > k_handoff_blocks ||
-      (config.gemm1.stream_k && config.gemm2.stream_k))
+      (config.gemm1.stream_k() && config.gemm2.stream_k()))
     return 0;
   const GemmTile& g1 = config.gemm1;
   const int64_t tiles = s.intermediate / (g1.block_n / 2);
@@ -206,7 +206,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           {128, box_rows, 1});
       if (!map)
         return map.takeError();
-      if (tile.stream_k || tile.dynamic) {
+      if (tile.persistent()) {
         auto variant = get_variant(engine, index, values);
         if (!variant)
           return variant.takeError();

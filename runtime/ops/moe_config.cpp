@@ -60,15 +60,13 @@ std::string swap_ab_rule(const GemmTile& t, const TileUse& u) {
     return "tiles must be 1, 2, 4 or 8";
   if (t.tiles > 1 && (t.warpgroups != 1 || t.split_k != 1 || (u.gated && t.block_n == 64)))
     return "several tiles per CTA need one warpgroup, no split_k and an unpacked tile";
-  if (t.stream_k && t.dynamic)
-    return "stream_k and dynamic are two schedules: pick one";
-  if ((t.stream_k || t.dynamic) &&
+  if (t.persistent() &&
       (t.warpgroups != 1 || t.split_k != 1 || t.tiles != 1 || (u.gated && t.block_n == 64)))
     return fmt::format("{} needs one warpgroup, no split_k, one tile and an unpacked tile",
-                       t.stream_k ? "stream_k" : "dynamic");
+                       t.stream_k() ? "stream_k" : "dynamic");
   // The partial sums of a split tile (64 x block_m per MMA) fill one slot of the workspace's
   // stream-K scratch (kernels_src/moe/wgmma_pipeline.cuh).
-  if (t.stream_k && u.block_m > 32)
+  if (t.stream_k() && u.block_m > 32)
     return "stream_k needs block_m <= 32";
   if (t.tiles > 1 && u.out_columns % (64 * t.tiles) != 0)
     return fmt::format("{} output columns are not a multiple of {} tiles of 64", u.out_columns,
@@ -98,7 +96,7 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return "wgmma needs at least 3 pipeline stages";
   if (t.swap_ab)
     return swap_ab_rule(t, u);
-  if (t.split_k != 1 || t.stream_k || t.dynamic)
+  if (t.split_k != 1 || t.persistent())
     return "split_k, stream_k and dynamic need the swap-AB orientation";
   if (u.block_m != 64 * t.warpgroups)
     return fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
@@ -120,7 +118,7 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
 }
 
 std::string mma_rule(const GemmTile& t, const TileUse& u) {
-  if (t.split_k != 1 || t.tiles != 1 || t.stream_k || t.dynamic)
+  if (t.split_k != 1 || t.tiles != 1 || t.persistent())
     return "split_k, tiles, stream_k and dynamic need a wgmma tile";
   if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
     return "1 to 16 warps";
@@ -175,9 +173,9 @@ std::string GemmTile::describe() const {
     return fmt::format("wgmma{} n{} g{} s{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
                        stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
                        tiles > 1 ? fmt::format(" t{}", tiles) : "",
-                       stream_k  ? " sk"
-                       : dynamic ? " dyn"
-                                 : "");
+                       stream_k()  ? " sk"
+                       : dynamic() ? " dyn"
+                                   : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

@@ -69,6 +69,11 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 //          each streaming an equal share of all (token block, tile, K stage) steps; tiles split
 //          between CTAs add their partial sums through the workspace. No wave tails, one setup
 //          and pipeline fill per CTA.
+// How a wgmma GEMM's CTAs share the work. fixed: one CTA per (token block, `tiles` tiles, split_k
+// part). stream_k and dynamic (the persistent schedules): as many CTAs as fit at once, taking
+// equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
+enum class MoeSchedule { fixed, stream_k, dynamic };
+
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -79,15 +84,18 @@ struct GemmTile {
   int warpgroups = 1;
   int split_k = 1;
   int tiles = 1;
-  bool stream_k = false;
-  bool dynamic = false; // like stream_k, but whole tiles taken from a counter (any block_m)
+  MoeSchedule schedule = MoeSchedule::fixed;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
+
+  bool stream_k() const { return schedule == MoeSchedule::stream_k; }
+  bool dynamic() const { return schedule == MoeSchedule::dynamic; }
+  bool persistent() const { return schedule != MoeSchedule::fixed; }
 
   // A wgmma tile (the mma fields keep their defaults).
   static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int split_k = 1,
                              int tiles = 1);
 
-  // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k)
+  // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn"
   std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
   // warps: four for the normal orientation's GEMM1 (it gathers 64 token rows per warpgroup and

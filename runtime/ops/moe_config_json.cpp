@@ -44,15 +44,22 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
-    for (auto [target, name] :
-         {std::pair{&tile.stream_k, "stream_k"}, std::pair{&tile.dynamic, "dynamic"}}) {
+    // The schedule: "stream_k": true or "dynamic": true (neither: fixed).
+    for (auto [schedule, name] : {std::pair{MoeSchedule::stream_k, "stream_k"},
+                                  std::pair{MoeSchedule::dynamic, "dynamic"}}) {
       if (object->get(name) == nullptr)
         continue;
       auto value = object->getBoolean(name);
       if (!value)
         return make_error(Errc::invalid_argument, "moe config table: {}: '{}' must be a boolean",
                           where.str(), name);
-      *target = *value;
+      if (!*value)
+        continue;
+      if (tile.persistent())
+        return make_error(Errc::invalid_argument,
+                          "moe config table: {}: stream_k and dynamic are two schedules: pick one",
+                          where.str());
+      tile.schedule = schedule;
     }
   } else {
     fields.push_back({&tile.warps_m, "warps_m"});
@@ -78,9 +85,9 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["split_k"] = t.split_k;
     if (t.tiles != 1)
       o["tiles"] = t.tiles;
-    if (t.stream_k)
+    if (t.stream_k())
       o["stream_k"] = true;
-    if (t.dynamic)
+    if (t.dynamic())
       o["dynamic"] = true;
     return o;
   }

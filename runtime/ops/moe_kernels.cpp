@@ -114,7 +114,7 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   if (t.kernel == MoeGemmKernel::wgmma)
     return {n,         k,         t.swap_ab ? 1 : 0,
             block_m,   t.block_n, t.warpgroups,
-            t.stages,  t.split_k, t.stream_k ? 0 : t.dynamic ? k_tiles_dynamic : t.tiles,
+            t.stages,  t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
             num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }

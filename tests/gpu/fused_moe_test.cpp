@@ -125,13 +125,13 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     c.block_m = tokens <= 16 ? 8 : tokens == 200 ? 16 : 32;
     c.gemm1 = GemmTile::wgmma_tile(128, tokens == 3 ? 6 : 4, true, 1);
     c.gemm2 = GemmTile::wgmma_tile(64, tokens == 64 ? 4 : 6, true, 1);
-    c.gemm1.stream_k = c.gemm2.stream_k = true;
+    c.gemm1.schedule = c.gemm2.schedule = MoeSchedule::stream_k;
   } else if (forced == Forced::wgmma_dynamic) {
     // Whole tiles from a counter: blocks of 8, 16, 32 and (T = 200) 64 tokens, two-MMA GEMM1.
     c.block_m = tokens <= 16 ? 8 : tokens == 200 ? 64 : tokens == 64 ? 16 : 32;
     c.gemm1 = GemmTile::wgmma_tile(128, tokens == 3 ? 6 : 4, true, 1);
     c.gemm2 = GemmTile::wgmma_tile(64, tokens == 64 ? 4 : 6, true, 1);
-    c.gemm1.dynamic = c.gemm2.dynamic = true;
+    c.gemm1.schedule = c.gemm2.schedule = MoeSchedule::dynamic;
   } else if (forced == Forced::wgmma_swap) {
     c.gemm1.swap_ab = c.gemm2.swap_ab = true;
     // Token tiles of 8, 32 and (T = 200) 64 rows: partly filled blocks run their MMAs at the

@@ -67,9 +67,9 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
     CHECK((*variant)->spill_bytes == 0);
     for (const std::string& warning : (*variant)->warnings)
       CHECK(warning.find("C75") == std::string::npos);
-    if (config.gemm1.stream_k) // template value tiles = 0
+    if (config.gemm1.stream_k()) // template value tiles = 0
       CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos);
-    if (config.gemm1.dynamic) // template value tiles = 1024
+    if (config.gemm1.dynamic()) // template value tiles = 1024
       CHECK((*variant)->name_expression.find(", 1024, 0LL>") != std::string::npos);
   }
   return wgmma_variants;
@@ -357,12 +357,12 @@ TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without 
 namespace {
 GemmTile stream_k_tile(int block_n, int stages) {
   GemmTile t = GemmTile::wgmma_tile(block_n, stages, true, 1);
-  t.stream_k = true;
+  t.schedule = MoeSchedule::stream_k;
   return t;
 }
 GemmTile dynamic_tile(int block_n, int stages) {
   GemmTile t = GemmTile::wgmma_tile(block_n, stages, true, 1);
-  t.dynamic = true;
+  t.schedule = MoeSchedule::dynamic;
   return t;
 }
 } // namespace
@@ -394,11 +394,11 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   bad.gemm2.split_k = 2;
   CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2), c.gemm2};
-  bad.gemm1.stream_k = true;
+  bad.gemm1.schedule = MoeSchedule::stream_k;
   CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
         std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
-  bad.gemm2.stream_k = true;
+  bad.gemm2.schedule = MoeSchedule::stream_k;
   CHECK(refused(qwen, bad).find("stream_k and dynamic need a wgmma tile") != std::string::npos);
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
@@ -411,13 +411,11 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
   CHECK(again->entries[0].buckets[0].config == c);
-  // The dynamic schedule: the same rules but any block size; not both schedules at once.
+  // The dynamic schedule: the same rules but any block size (not both schedules at once: the
+  // JSON check below).
   const MoeTileConfig d{64, dynamic_tile(128, 4), dynamic_tile(64, 6)};
   CHECK(refused(qwen, d).empty());
   CHECK(d.gemm2.describe() == "wgmma-swap n64 g1 s6 dyn");
-  bad = d;
-  bad.gemm1.stream_k = true;
-  CHECK(refused(qwen, bad).find("stream_k and dynamic are two schedules") != std::string::npos);
   bad = d;
   bad.gemm1.block_n = 64;
   CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
@@ -430,10 +428,16 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   auto both = parse_moe_config_table(with_dynamic);
   REQUIRE_MESSAGE(static_cast<bool>(both), llvm::toString(both.takeError()));
   CHECK(both->entries[0].buckets[1].config == d);
+  std::string two = text;
   const size_t at = text.find("\"stream_k\":true");
   text.replace(at, std::string_view("\"stream_k\":true").size(), "\"stream_k\":1");
   ErrorSummary error = summarize(parse_moe_config_table(text).takeError());
   CHECK(error.message.find("'stream_k' must be a boolean") != std::string::npos);
+  two.replace(two.find("\"stream_k\":true"), std::string_view("\"stream_k\":true").size(),
+              "\"stream_k\":true,\"dynamic\":true");
+  error = summarize(parse_moe_config_table(two).takeError());
+  CHECK(error.message.find("stream_k and dynamic are two schedules: pick one") !=
+        std::string::npos);
 }
 
 TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgmma") {
@@ -490,7 +494,7 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
   CHECK(target(qwen, 1024, {128, normal2, gemm2}, always, 4096) == 6 * 8);
   CHECK(target(qwen, 1024, {128, normal2, gemm2}, always, 4097) == 0);
   GemmTile sk1 = GemmTile::wgmma_tile(128, 4, true, 1), sk2 = GemmTile::wgmma_tile(64, 4, true, 1);
-  sk1.stream_k = sk2.stream_k = true;
+  sk1.schedule = sk2.schedule = MoeSchedule::stream_k;
   CHECK(target(qwen, 16, {16, sk1, sk2}, always) == 0);
   CHECK(target(qwen, 16, {16, sk1, GemmTile::wgmma_tile(64, 4, true, 1)}, always) == 12 * 4);
 }

@@ -137,9 +137,9 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
     if (t.kernel == ops::MoeGemmKernel::wgmma)
       expected.insert({768, 2048, t.swap_ab ? 1 : 0, bucket.config.block_m, t.block_n, t.warpgroups,
                        t.stages, t.split_k,
-                       t.stream_k  ? 0
-                       : t.dynamic ? 1024
-                                   : t.tiles}); // the schedules' encoding
+                       t.stream_k()  ? 0
+                       : t.dynamic() ? 1024
+                                     : t.tiles}); // the schedules' encoding
     else
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});

@@ -34,7 +34,7 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
   // CTA, balance that follows each SM's memory service).
   for (int stages : {3, 4, 6, 8}) {
     GemmTile t = wgmma_tile(widths[0], stages, true, 1);
-    t.dynamic = true;
+    t.schedule = MoeSchedule::dynamic;
     list.push_back(t);
   }
   if (per_expert <= 32) {
@@ -52,7 +52,7 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
     // up to 32 tokens (the rules refuse larger ones).
     for (int stages : {3, 4, 6, 8}) {
       GemmTile t = wgmma_tile(widths[0], stages, true, 1);
-      t.stream_k = true;
+      t.schedule = MoeSchedule::stream_k;
       list.push_back(t);
     }
   }
