@@ -30,13 +30,17 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
       for (int stages : {4, 6, 8})
         list.push_back(wgmma_tile(bn, stages, true, wg));
   list.push_back(wgmma_tile(widths[0], 3, true, 1)); // more CTAs per SM
+  // The persistent schedules' tiles (one warpgroup, unpacked) at every depth.
+  auto persistent = [&](MoeSchedule schedule) {
+    for (int stages : {3, 4, 6, 8}) {
+      GemmTile t = wgmma_tile(widths[0], stages, true, 1);
+      t.schedule = schedule;
+      list.push_back(t);
+    }
+  };
   // Dynamic: a resident grid taking whole tiles from a counter (no wave changes, one fill per
   // CTA, balance that follows each SM's memory service).
-  for (int stages : {3, 4, 6, 8}) {
-    GemmTile t = wgmma_tile(widths[0], stages, true, 1);
-    t.schedule = MoeSchedule::dynamic;
-    list.push_back(t);
-  }
+  persistent(MoeSchedule::dynamic);
   if (per_expert <= 32) {
     // Split-K clusters: more CTAs streaming weights when few experts are hit, shorter CTAs
     // against the last wave's tail.
@@ -50,11 +54,7 @@ std::vector<GemmTile> swap_tiles(int gemm, int64_t per_expert) {
         list.push_back(wgmma_tile(widths[0], stages, true, 1, 1, tiles));
     // Stream-K: a resident grid shares every step (no wave tail, one fill per CTA); blocks of
     // up to 32 tokens (the rules refuse larger ones).
-    for (int stages : {3, 4, 6, 8}) {
-      GemmTile t = wgmma_tile(widths[0], stages, true, 1);
-      t.schedule = MoeSchedule::stream_k;
-      list.push_back(t);
-    }
+    persistent(MoeSchedule::stream_k);
   }
   return list;
 }
