@@ -59,7 +59,10 @@ struct MoeWorkspaceLayout {
 };
 MoeWorkspaceLayout moe_workspace_layout(const MoeShape& shape, int64_t num_tokens);
 
-// Which stages fused_moe runs (benchmarks time the GEMMs alone with routing left in place).
+// Which stages fused_moe runs (benchmarks time the GEMMs alone with routing left in place). The
+// GEMM stages count on the workspace's counters (MoeWorkspaceLayout::counter_ints at stream_k)
+// being zero, as the align stage leaves them and the GEMMs leave them again; after a call that
+// failed between its GEMMs, run one with the align stage before GEMMs alone.
 enum MoeStage : unsigned {
   moe_stage_route = 1,
   moe_stage_align = 2,
@@ -107,8 +110,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
 
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
 // rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
-// zeroes `zero_counters` (i32, optional: fused_moe passes its workspace's stream-K and dynamic
-// schedule counters).
+// zeroes `zero_counters` (i32, optional: fused_moe passes its workspace's counter_ints counters
+// at stream_k; pass them too when aligning for fused_moe's GEMM stages).
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);
