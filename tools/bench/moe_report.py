@@ -48,14 +48,16 @@ def main():
     print("whole layer (routing through the top-k sum), fraction of the weight-streaming floor")
     print("(distinct experts' bytes / 4.46 TB/s), and vLLM's Triton figure (KERNELS.md).")
     print()
-    print("| model | T | GEMM µs | no PDL | GEMM1 | GEMM2 | layer µs | layer - GEMM | floor % | peer µs | × peer | config |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | dtype | T | GEMM µs | no PDL | GEMM1 | GEMM2 | layer µs | layer - GEMM | floor % | peer µs | × peer | config |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in bench["rows"]:
         peer = r.get("peer_gemm_us")
-        print(f"| {r['model']} | {r['tokens']} | {r['gemm_us']:.1f} | {r['gemm_us_without_pdl']:.1f} | "
+        ratio = f"{peer / r['gemm_us']:.2f}" if peer else "-"  # the peer has FP8 figures only
+        print(f"| {r['model']} | {r['dtype']} | {r['tokens']} | {r['gemm_us']:.1f} | "
+              f"{r['gemm_us_without_pdl']:.1f} | "
               f"{r['gemm1_alone_us']:.1f} | {r['gemm2_alone_us']:.1f} | {r['layer_us']:.1f} | "
               f"{r['layer_us'] - r['gemm_us']:.1f} | {100 * r['fraction_of_floor']:.0f} | "
-              f"{peer if peer else '-'} | {(peer / r['gemm_us']) if peer else 0:.2f} | `{r['config']}` |")
+              f"{peer if peer else '-'} | {ratio} | `{r['config']}` |")
 
 
 if __name__ == "__main__":
