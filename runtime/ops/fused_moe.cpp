@@ -165,7 +165,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
                              {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
                              {npp, DType::i32, {1}, {}}, false, stream,
-                             {w + l.stream_k, DType::i32, {l.counter_ints}, {}}))
+                             {scratch, DType::i32, {l.counter_ints}, {}}))
       return err;
   const int handoff = handoff_target(s, tokens, config, options, blocks);
   for (int gemm = 1; gemm <= 2; ++gemm) {
@@ -206,10 +206,11 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           {128, box_rows, 1});
       if (!map)
         return map.takeError();
+      // Looked up once: the persistent schedules size their grid from it.
+      auto variant = get_variant(engine, index, values);
+      if (!variant)
+        return variant.takeError();
       if (tile.persistent()) {
-        auto variant = get_variant(engine, index, values);
-        if (!variant)
-          return variant.takeError();
         auto ctas = persistent_ctas(engine, **variant, launch, gemm, config.block_m, blocks, rows,
                                     k_bytes, tile);
         if (!ctas)
@@ -217,9 +218,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         launch.grid[0] = *ctas;
       }
       if (gemm == 1) {
-        err = launch_variant(engine, index, values, launch, *map, t.hidden.data, sorted, expert_ids,
-                             npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter,
-                             scratch, handoff > 0 ? 1 : 0, n_tokens, top_k);
+        err = engine.launch(**variant, launch, *map, t.hidden.data, sorted, expert_ids, npp,
+                            t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter, scratch,
+                            handoff > 0 ? 1 : 0, n_tokens, top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -227,9 +228,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
             {128, static_cast<uint32_t>(config.block_m), 1});
         if (!inter_map)
           return inter_map.takeError();
-        err = launch_variant(engine, index, values, launch, *map, *inter_map, sorted, expert_ids,
-                             npp, t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                             handoff, n_tokens, top_k);
+        err = engine.launch(**variant, launch, *map, *inter_map, sorted, expert_ids, npp,
+                            t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
+                            handoff, n_tokens, top_k);
       }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,
