@@ -423,7 +423,7 @@ TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen
       if (forced_selected(family, model.shape.dtype))
         run_model(model, forced, MoeHandoff::always); // with every schedule
       else
-        MESSAGE("skipped by SPECJIT_FORCED_ONLY: " << family << " "
+        MESSAGE("skipped by SPECJIT_FORCED_ONLY: " << std::string(family) << " "
                                                    << moe_dtype_name(model.shape.dtype).str());
     }
 }

@@ -4,7 +4,8 @@
 // memory floor (distinct experts' w13 + w2 bytes / 4.46 TB/s), TFLOP/s, next to vLLM's Triton
 // figures. Timed as CUDA-graph replays of many launches (device events); successive launches
 // rotate over k_weight_copies copies of the weights, so no launch finds its experts in the
-// 50 MB L2 the previous one filled (the floor is an HBM floor).
+// 50 MB L2 the previous one filled (the floor is an HBM floor). Each run first measures the
+// machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
 //            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json)
 //            and the swap-AB vs normal crossover (best of each orientation per T) to
@@ -401,6 +402,10 @@ int run_moe_bench(int argc, char** argv) {
                  {},
                  table,
                  handoffs.at(handoff_flag)};
+  const double copy_rate = device_copy_bytes_per_s(drv);
+  llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
+                              "floor assumes {:.2f} TB/s of reads)\n",
+                              copy_rate * 1e-12, k_stream_bytes_per_s * 1e-12);
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
   llvm::outs() << fmt::format(
@@ -422,6 +427,7 @@ int run_moe_bench(int argc, char** argv) {
                           {"kernel", "fused_moe"},
                           {"timing", "CUDA graph replay, device events, median"},
                           {"memory_floor_bytes_per_s", k_stream_bytes_per_s},
+                          {"measured_copy_bytes_per_s", copy_rate},
                           {"peer", "vLLM Triton fused_moe_kernel, GEMM1+GEMM2, FP8 per-tensor"},
                           {"tuned", bench.tune},
                           {"rows", std::move(bench.rows)}})

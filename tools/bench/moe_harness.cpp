@@ -25,6 +25,30 @@ CUdeviceptr alloc(const runtime::Driver& drv, size_t bytes, uint32_t pattern) {
 
 } // namespace
 
+double device_copy_bytes_per_s(const runtime::Driver& drv) {
+  constexpr size_t k_bytes = size_t{1} << 30;
+  const CUdeviceptr src = alloc(drv, k_bytes, 0x3c3c3c3c), dst = alloc(drv, k_bytes, 0);
+  CUevent start, stop;
+  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  std::vector<double> seconds;
+  for (int i = 0; i < 6; ++i) { // the first is a warm-up
+    drv.cuEventRecord(start, nullptr);
+    must(drv.check(drv.cuMemcpyDtoD(dst, src, k_bytes), "cuMemcpyDtoD"), "copy rate");
+    drv.cuEventRecord(stop, nullptr);
+    must(drv.check(drv.cuEventSynchronize(stop), "copy rate"), "copy rate");
+    float ms = 0;
+    must(drv.check(drv.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"), "copy rate");
+    if (i > 0)
+      seconds.push_back(ms * 1e-3);
+  }
+  drv.cuEventDestroy(start);
+  drv.cuEventDestroy(stop);
+  drv.cuMemFree(src);
+  drv.cuMemFree(dst);
+  return 2.0 * k_bytes / median(seconds);
+}
+
 FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int copy) {
   const DType dtype = s.dtype == MoeDType::fp8 ? DType::e4m3 : DType::bf16;
   FusedMoeTensors t;

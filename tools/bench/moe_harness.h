@@ -53,6 +53,10 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::M
 int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,
                          int64_t tokens);
 
+// This GPU's memory rate as one cuMemcpyDtoD of 1 GiB moves it (bytes read + written per
+// second, median of 5): the pool's H200s differ, so each report says what its machine reached.
+double device_copy_bytes_per_s(const runtime::Driver& drv);
+
 // Compiles the variants of every (token count, configuration) on all cores.
 void precompile(runtime::Engine& engine, const ops::MoeShape& s,
                 const std::vector<std::pair<int64_t, ops::MoeTileConfig>>& work);

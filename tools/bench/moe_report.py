@@ -47,6 +47,11 @@ def main():
     print("GEMM µs with GEMM2 launched programmatically (PDL), without it, each GEMM alone, the")
     print("whole layer (routing through the top-k sum), fraction of the weight-streaming floor")
     print("(distinct experts' bytes / 4.46 TB/s), and vLLM's Triton figure (KERNELS.md).")
+    copy = bench.get("measured_copy_bytes_per_s")
+    if copy:  # reports from before the bench measured it have none
+        print(f"This run's H200: {bench['machine']['date'][:16].replace('T', ' ')} UTC, a 1 GiB "
+              f"device-to-device copy at {copy * 1e-12:.2f} TB/s read + written (the pool's")
+        print("H200s differ: docs/bench/moe-decode-experiments-h200.txt, section 18).")
     print()
     print("| model | dtype | T | GEMM µs | no PDL | GEMM1 | GEMM2 | layer µs | layer - GEMM | floor % | peer µs | × peer | config |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
