@@ -116,18 +116,18 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
 // by the threads that hold the tile's sums. `d` (GEMM2): its tokens are the previous kernel's
 // output (MoeDependence).
 template <class G, class Epilogue>
-__device__ __forceinline__ void moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a,
-                                               const TmaDesc* a_map, const int* sorted_ids,
-                                               const int* expert_ids, const int* num_post_padded,
-                                               int num_slots, int a_row_divisor, int w_row_half,
-                                               const MoeDependence& d, Epilogue&& epilogue) {
+__device__ __forceinline__ void
+moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
+               int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
+               const MoeDependence& d, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
   __shared__ int a_rows[G::k_tok];
   __shared__ int slot_of_row[G::k_tok];
   MoeWgmmaBlock b;
-  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor, smem,
-                          bars, a_rows, slot_of_row, b))
+  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor,
+                          group_blocks, smem, bars, a_rows, slot_of_row, b))
     return;
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
@@ -275,8 +275,8 @@ template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-              int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
-              unsigned char* scratch, Epilogue&& epilogue) {
+              int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
+              const MoeDependence& d, unsigned char* scratch, Epilogue&& epilogue) {
   if constexpr (G::k_stream_k)
     moe_wgmma_stream_k<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
                           a_row_divisor, w_row_half, d, scratch, epilogue);
@@ -285,7 +285,7 @@ moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map
                          a_row_divisor, w_row_half, d, scratch, epilogue);
   else
     moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                      a_row_divisor, w_row_half, d, epilogue);
+                      a_row_divisor, w_row_half, group_blocks, d, epilogue);
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
@@ -301,7 +301,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
                 const int* __restrict__ num_post_padded, const float* __restrict__ a1_scale,
                 const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
                 unsigned char* __restrict__ intermediate, unsigned char* __restrict__ scratch,
-                int handoff, int num_tokens, int top_k) {
+                int handoff, int group_blocks, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -334,7 +334,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       moe_handoff_signal(scratch, b.m_block);
   };
   moe_wgmma_run<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
-                   top_k, N, MoeDependence{}, scratch, epilogue);
+                   top_k, N, group_blocks, MoeDependence{}, scratch, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -344,7 +344,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a2_scale,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
-                int handoff_target, int num_tokens, int top_k) {
+                int handoff_target, int group_blocks, int num_tokens, int top_k) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -373,7 +373,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     d.target = handoff_target;
   }
   moe_wgmma_run<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
-                   num_slots, 0, 0, d, scratch, epilogue);
+                   num_slots, 0, 0, group_blocks, d, scratch, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
@@ -390,20 +390,20 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       const int *__restrict__ num_post_padded, const float *__restrict__ a1_scale,                 \
       const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
       unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch, int handoff,  \
-      int num_tokens, int top_k
+      int group_blocks, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
   w13_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale, a2_scale,         \
-      intermediate, scratch, handoff, num_tokens, top_k
+      intermediate, scratch, handoff, group_blocks, num_tokens, top_k
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
   const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
       unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch,                  \
-      int handoff_target, int num_tokens, int top_k
+      int handoff_target, int group_blocks, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
   w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
-      topk_weights, slot_out, scratch, handoff_target, num_tokens, top_k
+      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)

@@ -178,19 +178,20 @@ __device__ __forceinline__ void moe_pipeline_init(unsigned char* smem, unsigned 
 template <class G>
 __device__ __forceinline__ bool
 moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                int num_slots, int a_row_divisor, unsigned char* smem, unsigned long long* bars,
-                int* a_rows, int* slot_of_row, MoeWgmmaBlock& b) {
-  // Grouped rasterization over a 1-D grid: CTAs in launch order take k_group_blocks consecutive
-  // token blocks (mostly one expert) for one weight tile, then the next tile, so the CTAs in
-  // flight share weight tiles through L2 instead of each re-reading them from HBM.
-  constexpr int k_group_blocks = 8;
+                int num_slots, int a_row_divisor, int group_blocks, unsigned char* smem,
+                unsigned long long* bars, int* a_rows, int* slot_of_row, MoeWgmmaBlock& b) {
+  // Grouped rasterization over a 1-D grid: CTAs in launch order take group_blocks consecutive
+  // token blocks for one weight tile, then the next tile. With many blocks an expert (8), the
+  // CTAs in flight share weight tiles through L2 instead of each re-reading them from HBM; with
+  // about one (1: block-major), there is nothing to share, and each block is complete early, so
+  // GEMM2 (with the hand-off) can take it while GEMM1 still runs (moe_detail::group_blocks).
   constexpr int k_tiles = G::k_n / G::k_out_cols / G::k_tiles_per_cta; // tile groups
   // The SPLITK CTAs of a cluster (consecutive in x) share the block and tile.
   const int id = static_cast<int>(blockIdx.x) / G::k_split_k;
   b.k_tile0 = static_cast<int>(blockIdx.x) % G::k_split_k * G::k_k_tiles;
-  const int in_group = id % (k_group_blocks * k_tiles);
-  const int m_block = id / (k_group_blocks * k_tiles) * k_group_blocks + in_group % k_group_blocks;
-  b.tile = in_group / k_group_blocks * G::k_tiles_per_cta; // the first of the CTA's tiles
+  const int in_group = id % (group_blocks * k_tiles);
+  const int m_block = id / (group_blocks * k_tiles) * group_blocks + in_group % group_blocks;
+  b.tile = in_group / group_blocks * G::k_tiles_per_cta; // the first of the CTA's tiles
   if (m_block * G::k_tok >= *num_post_padded)
     return false;
   b.m_block = m_block;

@@ -56,8 +56,9 @@ llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t) {
 // Weight rows of one GEMM: gate and up rows (GEMM1), or hidden rows (GEMM2).
 int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.intermediate : s.hidden; }
 
-// CTAs of a wgmma GEMM's 1-D grid: groups of 8 token blocks (kernels_src/moe/wgmma_pipeline.cuh,
-// setup) x tile groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
+// CTAs of a wgmma GEMM's 1-D grid: token blocks rounded up to a multiple of 8 (every launch
+// order's group divides it: group_blocks, kernels_src/moe/wgmma_pipeline.cuh, setup) x tile
+// groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
 int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
   return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
 }
@@ -109,6 +110,19 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
   const int64_t tiles = s.intermediate / (g1.block_n / 2);
   const int64_t epilogue_warps = g1.swap_ab ? 4 : 4 * g1.warpgroups;
   return static_cast<int>(tiles * epilogue_warps);
+}
+
+int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m) {
+  // With at most 8 experts and one block each, groups of 8 blocks interleave every block of the
+  // call over the whole grid, so none is complete before GEMM1's last wave. Block-major measured
+  // (FP8) 5 % faster at Mixtral T = 256 (64 tokens an expert in blocks of 128) and within 1 % at
+  // T <= 64; with many experts (Qwen3, DeepSeek) 0.6 % faster to 1.7 % slower at T >= 1024; for
+  // bf16 Mixtral 15-21 % slower at T = 64 and 256 (docs/bench/moe-decode-experiments-h200.txt,
+  // section 19). So only FP8 with few experts.
+  return s.dtype == MoeDType::fp8 && s.experts <= 8 &&
+                 tokens * s.top_k <= s.experts * int64_t{block_m}
+             ? 1
+             : 8;
 }
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
@@ -168,6 +182,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              {scratch, DType::i32, {l.counter_ints}, {}}))
       return err;
   const int handoff = handoff_target(s, tokens, config, options, blocks);
+  const int group = group_blocks(s, tokens, config.block_m);
   for (int gemm = 1; gemm <= 2; ++gemm) {
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
       continue;
@@ -220,7 +235,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       if (gemm == 1) {
         err = engine.launch(**variant, launch, *map, t.hidden.data, sorted, expert_ids, npp,
                             t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter, scratch,
-                            handoff > 0 ? 1 : 0, n_tokens, top_k);
+                            handoff > 0 ? 1 : 0, group, n_tokens, top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -230,7 +245,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           return inter_map.takeError();
         err = engine.launch(**variant, launch, *map, *inter_map, sorted, expert_ids, npp,
                             t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                            handoff, n_tokens, top_k);
+                            handoff, group, n_tokens, top_k);
       }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,

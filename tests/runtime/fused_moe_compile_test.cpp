@@ -499,6 +499,29 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
   CHECK(target(qwen, 16, {16, sk1, GemmTile::wgmma_tile(64, 4, true, 1)}, always) == 12 * 4);
 }
 
+TEST_CASE("the FP8 wgmma GEMMs run block-major with few experts of one block each") {
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  // Mixtral T = 256: 512 routed tokens, 64 an expert, blocks of 128: block-major.
+  CHECK(moe_detail::group_blocks(mixtral, 256, 128) == 1);
+  CHECK(moe_detail::group_blocks(mixtral, 1, 8) == 1);
+  CHECK(moe_detail::group_blocks(mixtral, 512, 128) == 1); // exactly one full block an expert
+  CHECK(moe_detail::group_blocks(mixtral, 513, 128) == 8); // more: weight tiles to share
+  CHECK(moe_detail::group_blocks(mixtral, 1024, 128) == 8);
+  // Many experts: groups of 8 blocks already complete one after another.
+  CHECK(moe_detail::group_blocks(qwen, 1, 8) == 8);
+  CHECK(moe_detail::group_blocks(qwen, 1024, 128) == 8);
+  MoeShape sixteen = mixtral;
+  sixteen.experts = 16;
+  CHECK(moe_detail::group_blocks(sixteen, 256, 128) == 8);
+  MoeShape bf16 = mixtral; // measured slower block-major
+  bf16.dtype = MoeDType::bf16;
+  CHECK(moe_detail::group_blocks(bf16, 256, 64) == 8);
+  // Both divide the grid's block count, which wgmma_ctas rounds up to a multiple of 8.
+  for (int64_t tokens : {1, 64, 256, 1024, 4096})
+    CHECK(8 % moe_detail::group_blocks(qwen, tokens, 64) == 0);
+}
+
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {
   // 524288 tokens x top-2 over 8 experts in blocks of 16: 65543 blocks.
   const int64_t tokens = 524288;
