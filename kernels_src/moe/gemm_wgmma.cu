@@ -7,8 +7,8 @@
 //          w2[e] [N, K]; epilogue times the router weight in fp32, per slot into slot_out
 //          [T*k, N] bf16.
 // Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS / TILES) * SPLITK CTAs, each one (block of TOK
-// sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part of K) in grouped
-// order (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
+// sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part of K) in the
+// order of `group_blocks` (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
 // (moe_wgmma_split_reduce); TILES > 1: the tiles go through one pipeline; launched for
 // the worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is meant
 // to be launched programmatically after GEMM1 (see moe_wgmma_produce), and with the block
