@@ -73,6 +73,7 @@ enum MoeStage : unsigned {
 };
 
 enum class MoeHandoff { automatic, always, never };
+enum class MoeLaunchOrder { automatic, grouped, block_major };
 
 struct FusedMoeOptions {
   bool renormalize = true;
@@ -89,6 +90,14 @@ struct FusedMoeOptions {
   // bf16 prefill, it measured slower (up to 12 % at T = 1, 6 % for bf16 DeepSeek T = 1024).
   // always / never: tests and benchmarks.
   MoeHandoff handoff = MoeHandoff::automatic;
+  // The order in which the wgmma GEMMs' CTAs (fixed schedule) take token blocks and weight
+  // tiles: grouped (8 consecutive blocks per weight tile, so blocks of one expert share its
+  // tiles in L2) or block-major (each block's tiles in turn, so blocks complete one after
+  // another and GEMM2 can take them early). automatic: block-major for FP8 with at most 8
+  // experts of at most one block each, where it measured 5 % faster on the H200 (Mixtral
+  // T = 256); grouped elsewhere (block-major measured up to 1.7 % slower for DeepSeek prefill
+  // and 15-21 % for bf16 Mixtral at T = 64-256). grouped / block_major: tests and benchmarks.
+  MoeLaunchOrder launch_order = MoeLaunchOrder::automatic;
 };
 
 struct FusedMoeTensors {

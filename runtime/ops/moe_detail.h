@@ -58,10 +58,12 @@ inline constexpr size_t k_stream_k_scratch_bytes =
 int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
                    const FusedMoeOptions& options, int64_t blocks);
 
-// The wgmma GEMMs' launch order on the fixed schedule (moe_wgmma_setup): 1 (block-major) for FP8
+// The wgmma GEMMs' launch order on the fixed schedule (moe_wgmma_setup) as blocks per group:
+// 1 (block-major) or 8 (grouped); FusedMoeOptions::launch_order, automatic: block-major for FP8
 // when there are at most 8 experts and the routed tokens fill at most one block each, so that
-// each block is complete early and GEMM2 can take it; else 8 consecutive blocks per weight tile.
-int group_blocks(const MoeShape& s, int64_t tokens, int block_m);
+// each block is complete early and GEMM2 can take it.
+int group_blocks(const MoeShape& s, int64_t tokens, int block_m,
+                 MoeLaunchOrder order = MoeLaunchOrder::automatic);
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);

@@ -166,12 +166,14 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   return c;
 }
 
-// `handoff`: FusedMoeOptions::handoff. `calls`: the layer runs that many times on the same
+// `handoff`, `order`: FusedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
+// times on the same
 // workspace (poisoned before the first only), the output poisoned before each; the calls after
 // the first reuse the first's routing and grouping (GEMMs and reduction only, as a benchmark
 // runs them), so they count on every GEMM leaving its counters zero, which is checked.
 void run_model(const Model& model, Forced forced = Forced::none,
-               MoeHandoff handoff = MoeHandoff::automatic, int calls = 1) {
+               MoeHandoff handoff = MoeHandoff::automatic, int calls = 1,
+               MoeLaunchOrder order = MoeLaunchOrder::automatic) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -248,6 +250,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     FusedMoeOptions options;
     options.config = forced_config(s, tokens, forced);
     options.handoff = handoff;
+    options.launch_order = order;
     for (int call = 0; call < calls; ++call) {
       out_d.poison();
       options.stages =
@@ -439,6 +442,17 @@ TEST_CASE("GEMM2 is right with and without the block hand-off, call after call (
     run_model(model, Forced::none, MoeHandoff::never);
     run_model(model, Forced::none, MoeHandoff::always, 3);
   }
+}
+
+// The launch order (FusedMoeOptions::launch_order) only reorders the fixed schedule's CTAs: both
+// orders forced at every T, with the hand-off always (GEMM2 then takes blocks as they complete),
+// Mixtral (8 experts, where the automatic rule goes block-major) and DeepSeek (256 experts).
+TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)") {
+  if (!specjit::test::gpu_or_skip("fused_moe launch orders"))
+    return;
+  for (const Model& model : {k_mixtral, k_deepseek, as_bf16(k_mixtral)})
+    for (MoeLaunchOrder order : {MoeLaunchOrder::grouped, MoeLaunchOrder::block_major})
+      run_model(model, Forced::none, MoeHandoff::always, 1, order);
 }
 
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {

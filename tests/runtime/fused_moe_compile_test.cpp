@@ -520,6 +520,10 @@ TEST_CASE("the FP8 wgmma GEMMs run block-major with few experts of one block eac
   // Both divide the grid's block count, which wgmma_ctas rounds up to a multiple of 8.
   for (int64_t tokens : {1, 64, 256, 1024, 4096})
     CHECK(8 % moe_detail::group_blocks(qwen, tokens, 64) == 0);
+  // Forced (tests and benchmarks): either order anywhere.
+  CHECK(moe_detail::group_blocks(mixtral, 256, 128, MoeLaunchOrder::grouped) == 8);
+  CHECK(moe_detail::group_blocks(qwen, 4096, 128, MoeLaunchOrder::block_major) == 1);
+  CHECK(moe_detail::group_blocks(bf16, 256, 64, MoeLaunchOrder::block_major) == 1);
 }
 
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {

@@ -6,7 +6,8 @@
 
 #ifdef SPECJIT_BENCH
 
-TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list and a bad --handoff") {
+TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad --handoff and a "
+          "bad --launch-order") {
   specjit::test::TempDir dir;
   // Longer than a string's inline buffer: the list must be read from memory that is still its.
   specjit::test::ProcessResult tokens = specjit::test::run_process(
@@ -21,6 +22,14 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list and a b
   CHECK_MESSAGE(handoff.err.find("--handoff takes automatic, always or never, not 'sometimes'") !=
                     std::string::npos,
                 handoff.err);
+
+  specjit::test::ProcessResult order = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--handoff", "never", "--launch-order", "row-major"},
+      {"TMPDIR=" + dir.path()});
+  CHECK(order.exit_code == 2);
+  CHECK_MESSAGE(order.err.find("--launch-order takes automatic, grouped or block-major, not "
+                               "'row-major'") != std::string::npos,
+                order.err);
 }
 
 #endif

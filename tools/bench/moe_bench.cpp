@@ -94,7 +94,14 @@ struct MoeBench {
   std::vector<int64_t> token_counts;
   llvm::json::Array rows, crossover;
   MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
-  MoeHandoff handoff = MoeHandoff::automatic; // --handoff
+  MoeHandoff handoff = MoeHandoff::automatic;              // --handoff
+  MoeLaunchOrder launch_order = MoeLaunchOrder::automatic; // --launch-order
+
+  // The flags' choices for every fused_moe call of the run.
+  void set_choices(FusedMoeOptions& o) const {
+    o.handoff = handoff;
+    o.launch_order = launch_order;
+  }
 
   bool selected(int64_t tokens) const {
     return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
@@ -131,7 +138,7 @@ struct MoeBench {
     FusedMoeOptions o;
     o.config = config;
     o.programmatic_launch = programmatic;
-    o.handoff = handoff;
+    set_choices(o);
     llvm::Error err = fused_moe(engine, s, tensors(b, s, tokens), o, stream);
     o.stages = stages;
     if (err) {
@@ -293,7 +300,7 @@ struct MoeBench {
         continue;
       FusedMoeOptions options;
       options.table = table;
-      options.handoff = handoff;
+      set_choices(options);
       MoeTileConfig chosen =
           must(resolve_moe_config(s, tokens, engine.arch(), options.table), "config").config;
       if (tune) {
@@ -340,13 +347,32 @@ struct MoeBench {
   }
 };
 
+// The value of flag `name`, one of `choices` (the first is the default); false, with a message
+// naming the choices, for any other.
+template <class E>
+bool parse_choice(const Flags& flags, const std::string& name,
+                  const std::vector<std::pair<std::string, E>>& choices, E& value) {
+  const std::string given = flags.get(name, choices.front().first);
+  for (const auto& [text, choice] : choices)
+    if (text == given) {
+      value = choice;
+      return true;
+    }
+  std::string names;
+  for (size_t i = 0; i < choices.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i].first;
+  llvm::errs() << "specjit-bench moe: " << name << " takes " << names << ", not '" << given
+               << "'\n";
+  return false;
+}
+
 } // namespace
 
 int run_moe_bench(int argc, char** argv) {
   Flags flags;
   if (!parse_flags(argc, argv, 2,
                    {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
-                    "--tokens", "--handoff"},
+                    "--tokens", "--handoff", "--launch-order"},
                    {"--help", "--tune", "--verbose"}, flags))
     return 2;
   if (flags.has("--help")) {
@@ -354,11 +380,15 @@ int run_moe_bench(int argc, char** argv) {
         << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
            "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
            "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
+           "                         [--launch-order automatic|grouped|block-major]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
            "  --handoff  GEMM2 takes each token block once GEMM1 has written it: FP8 from 32\n"
            "             tokens an expert on (automatic), always, or never\n"
+           "  --launch-order  the wgmma GEMMs' CTAs take 8 token blocks per weight tile (grouped)\n"
+           "             or each block's tiles in turn (block-major); automatic: block-major for\n"
+           "             FP8 with at most 8 experts of at most one block each\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
@@ -367,15 +397,19 @@ int run_moe_bench(int argc, char** argv) {
   std::vector<int64_t> token_counts;
   if (!parse_token_counts(flags, token_counts))
     return 2;
-  const std::string handoff_flag = flags.get("--handoff", "automatic");
-  const std::map<std::string, MoeHandoff> handoffs = {{"automatic", MoeHandoff::automatic},
-                                                      {"always", MoeHandoff::always},
-                                                      {"never", MoeHandoff::never}};
-  if (!handoffs.count(handoff_flag)) {
-    llvm::errs() << "specjit-bench moe: --handoff takes automatic, always or never, not '"
-                 << handoff_flag << "'\n";
+  MoeHandoff handoff = MoeHandoff::automatic;
+  MoeLaunchOrder launch_order = MoeLaunchOrder::automatic;
+  if (!parse_choice<MoeHandoff>(flags, "--handoff",
+                                {{"automatic", MoeHandoff::automatic},
+                                 {"always", MoeHandoff::always},
+                                 {"never", MoeHandoff::never}},
+                                handoff) ||
+      !parse_choice<MoeLaunchOrder>(flags, "--launch-order",
+                                    {{"automatic", MoeLaunchOrder::automatic},
+                                     {"grouped", MoeLaunchOrder::grouped},
+                                     {"block-major", MoeLaunchOrder::block_major}},
+                                    launch_order))
     return 2;
-  }
   auto config = must(Config::from_environment(), "config");
   runtime::Engine engine(config);
   must(engine.make_context_current(), "device");
@@ -401,7 +435,8 @@ int run_moe_bench(int argc, char** argv) {
                  {},
                  {},
                  table,
-                 handoffs.at(handoff_flag)};
+                 handoff,
+                 launch_order};
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
                               "floor assumes {:.2f} TB/s of reads)\n",
