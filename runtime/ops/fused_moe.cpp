@@ -116,11 +116,8 @@ int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, Moe
   if (order != MoeLaunchOrder::automatic)
     return order == MoeLaunchOrder::block_major ? 1 : 8;
   // With at most 8 experts and one block each, groups of 8 blocks interleave every block of the
-  // call over the whole grid, so none is complete before GEMM1's last wave. Block-major measured
-  // (FP8) 5 % faster at Mixtral T = 256 (64 tokens an expert in blocks of 128) and within 1 % at
-  // T <= 64; with many experts (Qwen3, DeepSeek) 0.6 % faster to 1.7 % slower at T >= 1024; for
-  // bf16 Mixtral 15-21 % slower at T = 64 and 256 (docs/bench/moe-decode-experiments-h200.txt,
-  // section 19). So only FP8 with few experts.
+  // call over the whole grid, so none is complete before GEMM1's last wave. Where block-major
+  // measured faster and slower: FusedMoeOptions::launch_order.
   return s.dtype == MoeDType::fp8 && s.experts <= 8 &&
                  tokens * s.top_k <= s.experts * int64_t{block_m}
              ? 1

@@ -2,6 +2,7 @@
 // the JSON report writer.
 #pragma once
 
+#include "runtime/driver.h"
 #include "runtime/engine.h"
 
 #include <llvm/Support/JSON.h>
@@ -50,6 +51,38 @@ inline void must(llvm::Error err, const char* what) {
   if (err)
     fail(what, std::move(err));
 }
+
+// Device time of the work an enqueue puts on `stream`, between two events. Errors are fatal: a
+// kernel that faults surfaces at the synchronize, rather than as a time from a dead context.
+class StreamTimer {
+public:
+  StreamTimer(const runtime::Driver& drv, CUstream stream) : m_drv(drv), m_stream(stream) {
+    drv.cuEventCreate(&m_start, CU_EVENT_DEFAULT);
+    drv.cuEventCreate(&m_stop, CU_EVENT_DEFAULT);
+  }
+  ~StreamTimer() {
+    m_drv.cuEventDestroy(m_start);
+    m_drv.cuEventDestroy(m_stop);
+  }
+  StreamTimer(const StreamTimer&) = delete;
+  StreamTimer& operator=(const StreamTimer&) = delete;
+
+  template <class Enqueue> float ms(const char* what, Enqueue&& enqueue) {
+    m_drv.cuEventRecord(m_start, m_stream);
+    enqueue();
+    m_drv.cuEventRecord(m_stop, m_stream);
+    must(m_drv.check(m_drv.cuEventSynchronize(m_stop), what), what);
+    float ms = 0;
+    must(m_drv.check(m_drv.cuEventElapsedTime(&ms, m_start, m_stop), "cuEventElapsedTime"),
+         "timing");
+    return ms;
+  }
+
+private:
+  const runtime::Driver& m_drv;
+  CUstream m_stream;
+  CUevent m_start = nullptr, m_stop = nullptr;
+};
 
 // Writes {"machine": ..., <fields>} to path (creating folders); prints where it went.
 bool write_report(const std::string& path, llvm::json::Object fields);

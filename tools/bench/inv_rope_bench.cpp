@@ -68,25 +68,18 @@ double time_us(runtime::Engine& engine, const Device& d, const Problem& p, CUstr
     must(drv.check(drv.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate"), "graph");
     drv.cuGraphDestroy(graph);
   }
-  CUevent start = nullptr, stop = nullptr;
-  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  StreamTimer timer(drv, stream);
   std::vector<double> samples;
   for (int rep = 0; rep < 25; ++rep) {
-    drv.cuEventRecord(start, stream);
-    if (exec)
-      must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "graph launch");
-    else
-      must(launch(engine, d, p, stream), "launch");
-    drv.cuEventRecord(stop, stream);
-    drv.cuEventSynchronize(stop);
-    float ms = 0;
-    drv.cuEventElapsedTime(&ms, start, stop);
+    const float ms = timer.ms("replay", [&] {
+      if (exec)
+        must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "graph launch");
+      else
+        must(launch(engine, d, p, stream), "launch");
+    });
     if (rep >= 5) // warm-up
       samples.push_back(ms * 1e3 / per_graph);
   }
-  drv.cuEventDestroy(start);
-  drv.cuEventDestroy(stop);
   if (exec)
     drv.cuGraphExecDestroy(exec);
   return median(samples);

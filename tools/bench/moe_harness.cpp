@@ -28,22 +28,15 @@ CUdeviceptr alloc(const runtime::Driver& drv, size_t bytes, uint32_t pattern) {
 double device_copy_bytes_per_s(const runtime::Driver& drv) {
   constexpr size_t k_bytes = size_t{1} << 30;
   const CUdeviceptr src = alloc(drv, k_bytes, 0x3c3c3c3c), dst = alloc(drv, k_bytes, 0);
-  CUevent start, stop;
-  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  StreamTimer timer(drv, nullptr);
   std::vector<double> seconds;
   for (int i = 0; i < 6; ++i) { // the first is a warm-up
-    drv.cuEventRecord(start, nullptr);
-    must(drv.check(drv.cuMemcpyDtoD(dst, src, k_bytes), "cuMemcpyDtoD"), "copy rate");
-    drv.cuEventRecord(stop, nullptr);
-    must(drv.check(drv.cuEventSynchronize(stop), "copy rate"), "copy rate");
-    float ms = 0;
-    must(drv.check(drv.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"), "copy rate");
+    const float ms = timer.ms("copy rate", [&] {
+      must(drv.check(drv.cuMemcpyDtoD(dst, src, k_bytes), "cuMemcpyDtoD"), "copy rate");
+    });
     if (i > 0)
       seconds.push_back(ms * 1e-3);
   }
-  drv.cuEventDestroy(start);
-  drv.cuEventDestroy(stop);
   drv.cuMemFree(src);
   drv.cuMemFree(dst);
   return 2.0 * k_bytes / median(seconds);
@@ -72,15 +65,9 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
                const Buffers& b, int64_t tokens, const FusedMoeOptions& options, CUstream stream) {
   const FusedMoeTensors t = tensors(b, s, tokens);
   must(fused_moe(engine, s, t, options, stream), "warm-up");
-  CUevent start, stop;
-  drv.cuEventCreate(&start, CU_EVENT_DEFAULT);
-  drv.cuEventCreate(&stop, CU_EVENT_DEFAULT);
-  drv.cuEventRecord(start, stream);
-  must(fused_moe(engine, s, t, options, stream), "probe");
-  drv.cuEventRecord(stop, stream);
-  must(drv.check(drv.cuEventSynchronize(stop), "probe"), "probe");
-  float probe_ms = 0;
-  must(drv.check(drv.cuEventElapsedTime(&probe_ms, start, stop), "cuEventElapsedTime"), "timing");
+  StreamTimer timer(drv, stream);
+  const float probe_ms =
+      timer.ms("probe", [&] { must(fused_moe(engine, s, t, options, stream), "probe"); });
   const int per_graph =
       std::clamp(static_cast<int>(2.0 / std::max(probe_ms, 1e-3f)), k_weight_copies, 48);
   must(drv.check(drv.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "capture"),
@@ -95,18 +82,12 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
   drv.cuGraphDestroy(graph);
   std::vector<double> samples;
   for (int r = 0; r < 7; ++r) {
-    drv.cuEventRecord(start, stream);
-    must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
-    drv.cuEventRecord(stop, stream);
-    // A kernel that faults surfaces here: fatal, rather than a time from a dead context.
-    must(drv.check(drv.cuEventSynchronize(stop), "replay"), "replay");
-    float ms = 0;
-    must(drv.check(drv.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime"), "timing");
+    const float ms = timer.ms("replay", [&] {
+      must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
+    });
     samples.push_back(ms * 1000.0 / per_graph);
   }
   drv.cuGraphExecDestroy(exec);
-  drv.cuEventDestroy(start);
-  drv.cuEventDestroy(stop);
   return median(samples);
 }
 
