@@ -50,6 +50,11 @@ enum class MoeGemmKernel : uint8_t {
 };
 llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 
+// How a wgmma GEMM's CTAs share the work. fixed: one CTA per (token block, `tiles` tiles, split_k
+// part). stream_k and dynamic (the persistent schedules): as many CTAs as fit at once, taking
+// equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
+enum class MoeSchedule { fixed, stream_k, dynamic };
+
 // One GEMM's tile. block_n counts weight rows per tile (GEMM1: gate and up rows together, so
 // block_n / 2 output columns).
 //   mma    block_m x block_n tile on a warps_m x warps_n warp grid.
@@ -64,16 +69,12 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 //          tiles: consecutive weight tiles per CTA through one pipeline (one setup and fill for
 //          them; fewer, longer CTAs when K is a few stages only). Normal: 1 to 16; swap_ab: 1, 2,
 //          4, 8 with one warpgroup, no split_k, not packed.
-//          stream_k (swap_ab, one warpgroup, no split_k, one tile, not packed, block_m <= 32):
-//          instead of one CTA per (token block, tile), as many CTAs as fit on the GPU at once,
-//          each streaming an equal share of all (token block, tile, K stage) steps; tiles split
-//          between CTAs add their partial sums through the workspace. No wave tails, one setup
-//          and pipeline fill per CTA.
-// How a wgmma GEMM's CTAs share the work. fixed: one CTA per (token block, `tiles` tiles, split_k
-// part). stream_k and dynamic (the persistent schedules): as many CTAs as fit at once, taking
-// equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
-enum class MoeSchedule { fixed, stream_k, dynamic };
-
+//          schedule stream_k (swap_ab, one warpgroup, no split_k, one tile, not packed,
+//          block_m <= 32): instead of one CTA per (token block, tile), as many CTAs as fit on
+//          the GPU at once, each streaming an equal share of all (token block, tile, K stage)
+//          steps; tiles split between CTAs add their partial sums through the workspace. No wave
+//          tails, one setup and pipeline fill per CTA. dynamic (the same tile rules, any
+//          block_m): the resident CTAs take whole tiles from a counter.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
