@@ -134,9 +134,10 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
     if constexpr (G::k_producer_regs != 0)
       warpgroup_release_registers<G::k_producer_regs>();
-    MoeDependence dep = d; // one producer warp per CTA of a token block in use
-    dep.blocks = *num_post_padded / G::k_tok;
-    dep.producers = dep.blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k;
+    // One producer warp per CTA of a token block in use.
+    const int blocks = *num_post_padded / G::k_tok;
+    const MoeDependence dep = moe_producer_dependence<G>(
+        d, num_post_padded, blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k);
     moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, dep);
     return;
   }
@@ -194,9 +195,9 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    MoeDependence dep = d; // one producer warp per CTA with steps
-    dep.blocks = *num_post_padded / G::k_tok;
-    dep.producers = static_cast<int>(sk.total < sk.ctas ? sk.total : sk.ctas);
+    // One producer warp per CTA with steps.
+    const MoeDependence dep = moe_producer_dependence<G>(
+        d, num_post_padded, static_cast<int>(sk.total < sk.ctas ? sk.total : sk.ctas));
     moe_stream_k_produce<G>(b, begin, end, &w_map, a, a_map, a_rows, sorted_ids, expert_ids,
                             num_slots, a_row_divisor, w_row_half, dep);
     return;
@@ -245,9 +246,9 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
-    MoeDependence dep = d; // one producer warp per CTA
-    dep.blocks = *num_post_padded / G::k_tok;
-    dep.producers = static_cast<int>(gridDim.x);
+    // One producer warp per CTA.
+    const MoeDependence dep =
+        moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
     moe_dynamic_produce<G>(b, counters, items, ring, &w_map, a, a_map, a_rows, sorted_ids,
                            expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;

@@ -277,6 +277,18 @@ struct MoeDependence {
   int blocks = 0;    // token blocks of this call
 };
 
+// The producer's copy of `d`, completed by the schedule: this call's token blocks and the
+// number of producer warps that will call moe_dependence_end.
+template <class G>
+__device__ __forceinline__ MoeDependence moe_producer_dependence(const MoeDependence& d,
+                                                                 const int* num_post_padded,
+                                                                 int producers) {
+  MoeDependence dep = d;
+  dep.blocks = *num_post_padded / G::k_tok;
+  dep.producers = producers;
+  return dep;
+}
+
 // Before a producer's first token rows of block m_block (`ready`: the block it last waited for,
 // -1 at first).
 __device__ __forceinline__ void moe_wait_rows(const MoeDependence& d, int m_block, int& ready) {
