@@ -96,7 +96,10 @@ struct FusedMoeOptions {
   // another and GEMM2 can take them early). automatic: block-major for FP8 with at most 8
   // experts of at most one block each, where it measured 5 % faster on the H200 (Mixtral
   // T = 256); grouped elsewhere (block-major measured up to 1.7 % slower for DeepSeek prefill
-  // and 15-21 % for bf16 Mixtral at T = 64-256). grouped / block_major: tests and benchmarks.
+  // and 16-22 % for bf16 Mixtral at T = 64-256, whose default tiles hold 16 and 64 tokens an
+  // expert on average: the experts routed more than that take a second block, which
+  // block-major runs long after the first instead of beside it, so their weights are read
+  // from HBM twice). grouped / block_major: tests and benchmarks.
   MoeLaunchOrder launch_order = MoeLaunchOrder::automatic;
 };
 
