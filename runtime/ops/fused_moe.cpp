@@ -56,11 +56,12 @@ llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t) {
 // Weight rows of one GEMM: gate and up rows (GEMM1), or hidden rows (GEMM2).
 int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.intermediate : s.hidden; }
 
-// CTAs of a wgmma GEMM's 1-D grid: token blocks rounded up to a multiple of 8 (every launch
-// order's group divides it: group_blocks, kernels_src/moe/wgmma_pipeline.cuh, setup) x tile
+// CTAs of a wgmma GEMM's 1-D grid: token blocks rounded up to a multiple of k_grouped_blocks (every
+// launch order's group divides it: group_blocks, kernels_src/moe/wgmma_pipeline.cuh, setup) x tile
 // groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
 int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
-  return ceil_div(blocks, 8) * 8 * (rows / tile.block_n / tile.tiles) * tile.split_k;
+  return ceil_div(blocks, k_grouped_blocks) * k_grouped_blocks *
+         (rows / tile.block_n / tile.tiles) * tile.split_k;
 }
 // The persistent schedules' grid: as many CTAs as the device holds at once, at most one per
 // tile (dynamic) or per step (stream-K, whose CTAs also need the workspace's scratch:
@@ -114,14 +115,14 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
 
 int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, MoeLaunchOrder order) {
   if (order != MoeLaunchOrder::automatic)
-    return order == MoeLaunchOrder::block_major ? 1 : 8;
+    return order == MoeLaunchOrder::block_major ? 1 : k_grouped_blocks;
   // With at most 8 experts and one block each, groups of 8 blocks interleave every block of the
   // call over the whole grid, so none is complete before GEMM1's last wave. Where block-major
   // measured faster and slower: FusedMoeOptions::launch_order.
   return s.dtype == MoeDType::fp8 && s.experts <= 8 &&
                  tokens * s.top_k <= s.experts * int64_t{block_m}
              ? 1
-             : 8;
+             : k_grouped_blocks;
 }
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,

@@ -64,6 +64,9 @@ int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& confi
 // each block is complete early and GEMM2 can take it.
 int group_blocks(const MoeShape& s, int64_t tokens, int block_m,
                  MoeLaunchOrder order = MoeLaunchOrder::automatic);
+// The grouped order's blocks per group; the fixed grid rounds its blocks up to a multiple of it
+// (wgmma_ctas), so that both orders' groups divide the grid.
+inline constexpr int k_grouped_blocks = 8;
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);

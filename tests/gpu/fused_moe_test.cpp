@@ -33,14 +33,23 @@ namespace {
 
 const int64_t k_token_counts[] = {1, 3, 16, 64, 200, 1024};
 
+// The comma-separated list in environment variable `name`, as ",a,b,", or nullopt when unset;
+// listed(list, item): whether item is one of it.
+std::optional<std::string> env_list(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr)
+    return std::nullopt;
+  return std::string(",") + value + ",";
+}
+bool listed(const std::string& list, llvm::StringRef item) {
+  return list.find(("," + item + ",").str()) != std::string::npos;
+}
+
 // SPECJIT_MOE_TOKENS (e.g. "1,16") narrows the token counts, for runs under compute-sanitizer,
 // whose tools slow the kernels a hundredfold. Unset (as in CI and the logged runs), all of them.
 bool tokens_selected(int64_t tokens) {
-  const char* only = std::getenv("SPECJIT_MOE_TOKENS");
-  if (only == nullptr)
-    return true;
-  const std::string list = std::string(",") + only + ",";
-  return list.find("," + std::to_string(tokens) + ",") != std::string::npos;
+  const std::optional<std::string> only = env_list("SPECJIT_MOE_TOKENS");
+  return !only || listed(*only, std::to_string(tokens));
 }
 
 uint64_t splitmix(uint64_t& state) {
@@ -416,18 +425,14 @@ const std::pair<Forced, const char*> k_forced_families[] = {
 // a comma-separated list of families (k_forced_families) and dtypes (fp8, bf16), e.g.
 // "swap,split,fp8". Unset (as in CI and the logged runs), everything runs.
 bool forced_selected(const char* family, MoeDType dtype) {
-  const char* only = std::getenv("SPECJIT_FORCED_ONLY");
-  if (only == nullptr)
+  const std::optional<std::string> only = env_list("SPECJIT_FORCED_ONLY");
+  if (!only)
     return true;
-  const std::string list = std::string(",") + only + ",";
-  auto listed = [&](llvm::StringRef name) {
-    return list.find(("," + name + ",").str()) != std::string::npos;
-  };
+  auto in = [&](llvm::StringRef name) { return listed(*only, name); };
   const bool any_family = std::none_of(std::begin(k_forced_families), std::end(k_forced_families),
-                                       [&](const auto& f) { return listed(f.second); });
-  const bool any_dtype =
-      !listed(moe_dtype_name(MoeDType::fp8)) && !listed(moe_dtype_name(MoeDType::bf16));
-  return (any_family || listed(family)) && (any_dtype || listed(moe_dtype_name(dtype)));
+                                       [&](const auto& f) { return in(f.second); });
+  const bool any_dtype = !in(moe_dtype_name(MoeDType::fp8)) && !in(moe_dtype_name(MoeDType::bf16));
+  return (any_family || in(family)) && (any_dtype || in(moe_dtype_name(dtype)));
 }
 
 TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen3, DeepSeek)") {
