@@ -2,7 +2,8 @@
 // DeepSeek-V3 TP8) at T in {1, 3, 16, 64, 200, 1024}, FP8 and bf16: random never-zero weights
 // and inputs, poisoned outputs and workspace; routing ids exactly the reference's, grouping equal
 // (padded count, expert per block, the slots of every block as a set), and a sample of output
-// rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32).
+// rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32). The
+// default rule's configurations, forced tile families, and the tuned H200 table's.
 #include "engine_fixture.h"
 #include "gpu/gpu_test_support.h"
 #include "reference/inv_rope_reference.h"
@@ -186,13 +187,15 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
 }
 
 // `handoff`, `order`: FusedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
-// times on the same
-// workspace (poisoned before the first only), the output poisoned before each; the calls after
-// the first reuse the first's routing and grouping (GEMMs and reduction only, as a benchmark
-// runs them), so they count on every GEMM leaving its counters zero, which is checked.
+// times on the same workspace (poisoned before the first only), the output poisoned before each;
+// the calls after the first reuse the first's routing and grouping (GEMMs and reduction only, as
+// a benchmark runs them), so they count on every GEMM leaving its counters zero, which is
+// checked. `table`: the configurations come from it (FusedMoeOptions::table), and T = 4000 runs
+// too, so that its last bucket does.
 void run_model(const Model& model, Forced forced = Forced::none,
                MoeHandoff handoff = MoeHandoff::automatic, int calls = 1,
-               MoeLaunchOrder order = MoeLaunchOrder::automatic) {
+               MoeLaunchOrder order = MoeLaunchOrder::automatic,
+               const MoeConfigTable* table = nullptr) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -238,7 +241,10 @@ void run_model(const Model& model, Forced forced = Forced::none,
   ref.w13_scale = w13_scale.data();
   ref.w2_scale = w2_scale.data();
 
-  for (int64_t tokens : k_token_counts) {
+  std::vector<int64_t> token_counts(std::begin(k_token_counts), std::end(k_token_counts));
+  if (table != nullptr)
+    token_counts.push_back(4000);
+  for (int64_t tokens : token_counts) {
     if (!tokens_selected(tokens))
       continue;
     INFO(std::string(model.name) << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
@@ -272,6 +278,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     options.config = forced_config(s, tokens, forced);
     options.handoff = handoff;
     options.launch_order = order;
+    options.table = table;
     for (int call = 0; call < calls; ++call) {
       out_d.poison();
       options.stages =
@@ -300,7 +307,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     CHECK(worst_weight < 1e-5f);
 
     // Grouping, at the block size the op chose for this T.
-    auto resolved = resolve_moe_config(s, tokens, engine.arch(), nullptr);
+    auto resolved = resolve_moe_config(s, tokens, engine.arch(), table);
     REQUIRE(static_cast<bool>(resolved));
     if (options.config)
       resolved->config = *options.config;
@@ -470,6 +477,27 @@ TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)
   for (const Model& model : {k_mixtral, k_deepseek, as_bf16(k_mixtral)})
     for (MoeLaunchOrder order : {MoeLaunchOrder::grouped, MoeLaunchOrder::block_major})
       run_model(model, Forced::none, MoeHandoff::always, 1, order);
+}
+
+// The tuned H200 table (docs/moe-configs-h200.json) is what the dispatch runs where a manifest
+// names it: every FP8 bucket's configuration, at a token count in each bucket. The test reads the
+// table from the source tree, or from docs/ under the working directory (a copy of the tree on a
+// GPU machine).
+TEST_CASE("the H200 table's configuration is right in every bucket (FP8, three models)") {
+  if (!specjit::test::gpu_or_skip("fused_moe H200 table"))
+    return;
+  const std::string name = "docs/moe-configs-h200.json";
+  std::string text = test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/" + name);
+  if (text.empty())
+    text = test::read_file(name);
+  REQUIRE_MESSAGE(!text.empty(),
+                  "no " << name << " under " << SPECJIT_SOURCE_DIR << " or the working directory");
+  auto table = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
+  for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
+    REQUIRE(table->find(model.shape, Arch{9, 0, true}) != nullptr);
+    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &*table);
+  }
 }
 
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {

@@ -6,8 +6,8 @@
 
 #ifdef SPECJIT_BENCH
 
-TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad --handoff and a "
-          "bad --launch-order") {
+TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad --handoff, a "
+          "bad --launch-order, a bad --routings and a bad --tune-routings") {
   specjit::test::TempDir dir;
   // Longer than a string's inline buffer: the list must be read from memory that is still its.
   specjit::test::ProcessResult tokens = specjit::test::run_process(
@@ -30,6 +30,21 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad 
   CHECK_MESSAGE(order.err.find("--launch-order takes automatic, grouped or block-major, not "
                                "'row-major'") != std::string::npos,
                 order.err);
+
+  for (const char* bad : {"many", "-1", "1001"}) {
+    specjit::test::ProcessResult routings = specjit::test::run_process(
+        {SPECJIT_BENCH, "moe", "--tokens", "4", "--routings", bad}, {"TMPDIR=" + dir.path()});
+    CHECK(routings.exit_code == 2);
+    CHECK_MESSAGE(routings.err.find(std::string("--routings takes a count from 0 to 1000, not '") +
+                                    bad + "'") != std::string::npos,
+                  routings.err);
+  }
+  specjit::test::ProcessResult tune = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--tune", "--tune-routings", "0"}, {"TMPDIR=" + dir.path()});
+  CHECK(tune.exit_code == 2);
+  CHECK_MESSAGE(tune.err.find("--tune-routings takes a count from 1 to 100, not '0'") !=
+                    std::string::npos,
+                tune.err);
 }
 
 #endif

@@ -12,6 +12,11 @@
 //            --crossover (default docs/bench/moe-crossover-h200.json)
 //   --table  uses a tuned table instead of the default rule
 //   --tokens only some of the token counts (a partial re-tune with --tune --table)
+//   --routings N  also GEMM µs averaged over N fresh random routings per token count, as the
+//            peer's benchmark averages over a fresh routing per timed replay; the main figures
+//            use one fixed routing (seed 42), which at small T may hit more or fewer experts
+//            than the average
+//   --tune-routings R  the tuner judges each candidate pair by its mean over R routings
 // The device side (buffers, timing, precompilation): moe_harness.h; the tuner's candidates:
 // moe_candidates.h.
 #include "bench_common.h"
@@ -96,6 +101,9 @@ struct MoeBench {
   MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
   MoeHandoff handoff = MoeHandoff::automatic;              // --handoff
   MoeLaunchOrder launch_order = MoeLaunchOrder::automatic; // --launch-order
+  int routings = 0;                                        // --routings
+  int tune_routings = 1;                                   // --tune-routings
+  int64_t max_tokens = 0; // rows of the router logits (make_setup's)
 
   // The flags' choices for every fused_moe call of the run.
   void set_choices(FusedMoeOptions& o) const {
@@ -186,10 +194,34 @@ struct MoeBench {
     return ranked;
   }
 
+  // GEMM µs of the pair `c` at `tokens`: on the fixed routing, or with --tune-routings R the
+  // mean over it and R - 1 fresh ones (seeds 1..R-1), so that a block size that only fits the
+  // fixed routing's largest expert does not win (an expert past the block takes a second block
+  // and reads its weights twice). The fixed routing is back in place afterwards.
+  std::optional<double> pair_us(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                const MoeTileConfig& c) {
+    const unsigned stages = moe_stage_gemm1 | moe_stage_gemm2;
+    if (tune_routings <= 1)
+      return time_config(s, b, tokens, c, stages, true);
+    double sum = 0;
+    std::optional<double> us;
+    for (int r = 0; r < tune_routings; ++r) {
+      set_router_logits(drv, b, s, tokens, r == 0 ? k_routing_seed : static_cast<uint32_t>(r));
+      us = time_config(s, b, tokens, c, stages, true);
+      if (!us)
+        break;
+      sum += *us;
+    }
+    set_router_logits(drv, b, s, max_tokens, k_routing_seed);
+    if (!us)
+      return std::nullopt;
+    return sum / tune_routings;
+  }
+
   // Tunes the bucket of `tokens` (GEMM-only time, moe_candidates.h): per block size each GEMM's
   // tiles alone, then together the pairs moe_tune_pairs picks from them and `chosen` (the rule's
-  // or the table's configuration). Returns the fastest pair and records the best of each family
-  // in the crossover report.
+  // or the table's configuration), each pair by pair_us. Returns the fastest pair and records
+  // the best of each family in the crossover report.
   MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
                             MoeTileConfig chosen) {
     std::vector<MoeTileConfig> pairs = {chosen};
@@ -201,7 +233,7 @@ struct MoeBench {
     double best = 1e30;
     std::map<std::string, std::pair<double, std::string>> best_of; // per family
     for (const MoeTileConfig& c : pairs) {
-      const auto us = time_config(s, b, tokens, c, moe_stage_gemm1 | moe_stage_gemm2, true);
+      const auto us = pair_us(s, b, tokens, c);
       if (!us)
         continue;
       if (verbose)
@@ -247,9 +279,7 @@ struct MoeBench {
     plain.stages = moe_stage_gemm2;
     const double gemm2_us = time_us(engine, drv, s, b, tokens, plain, stream);
     const int64_t distinct = distinct_experts(drv, b, s, tokens);
-    const double expert_bytes =
-        (3.0 * s.intermediate * s.hidden) * (s.dtype == MoeDType::fp8 ? 1 : 2);
-    const double floor_us = distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
+    const double floor_us = floor_us_of(s, distinct);
     const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
     const double tflops = flops / (gemm_us * 1e-6) / 1e12;
     llvm::outs() << fmt::format(
@@ -282,7 +312,69 @@ struct MoeBench {
       row["peer_gemm_us"] = peer;
       row["speedup_vs_peer"] = peer / gemm_us;
     }
+    if (routings > 0)
+      row["routing_samples"] = measure_routings(s, b, tokens, gemms, peer);
     rows.push_back(std::move(row));
+  }
+
+  // The weight-streaming floor of `distinct` experts: their w13 + w2 bytes at 4.46 TB/s.
+  static double floor_us_of(const MoeShape& s, int64_t distinct) {
+    const double expert_bytes =
+        (3.0 * s.intermediate * s.hidden) * (s.dtype == MoeDType::fp8 ? 1 : 2);
+    return distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
+  }
+
+  // GEMM µs (`gemms`: GEMM1 + GEMM2 as the row's figure) over `routings` fresh routings of
+  // `tokens` tokens (seeds 1..routings), each routed by one whole layer call and then timed like
+  // the row; prints and returns their mean, spread and mean floor. The fixed routing's logits
+  // are put back afterwards, so every other row stays on them.
+  llvm::json::Object measure_routings(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                      const FusedMoeOptions& gemms, double peer) {
+    FusedMoeOptions layer = gemms;
+    layer.stages = moe_stage_all;
+    std::vector<double> us, floors;
+    llvm::json::Array us_each, distinct_each;
+    double distinct_sum = 0;
+    for (int r = 1; r <= routings; ++r) {
+      set_router_logits(drv, b, s, tokens, static_cast<uint32_t>(r));
+      must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "routing sample");
+      const int64_t distinct = distinct_experts(drv, b, s, tokens);
+      distinct_sum += static_cast<double>(distinct);
+      floors.push_back(floor_us_of(s, distinct));
+      us.push_back(time_us(engine, drv, s, b, tokens, gemms, stream));
+      us_each.push_back(us.back());
+      distinct_each.push_back(distinct);
+    }
+    set_router_logits(drv, b, s, max_tokens, k_routing_seed);
+    must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "fixed routing");
+    const auto mean = [](const std::vector<double>& v) {
+      double sum = 0;
+      for (double x : v)
+        sum += x;
+      return sum / static_cast<double>(v.size());
+    };
+    const double gemm_mean = mean(us), floor_mean = mean(floors);
+    const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+    llvm::outs() << fmt::format(
+        "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
+        "floor {:.0f}%{}\n",
+        "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_sum / routings,
+        100.0 * floor_mean / gemm_mean,
+        peer > 0 ? fmt::format(", {:.2f}x peer", peer / gemm_mean) : "");
+    llvm::outs().flush();
+    llvm::json::Object result{{"samples", routings},
+                              {"seeds", fmt::format("1..{}", routings)},
+                              {"gemm_us_mean", gemm_mean},
+                              {"gemm_us_min", *lo},
+                              {"gemm_us_max", *hi},
+                              {"distinct_experts_mean", distinct_sum / routings},
+                              {"floor_us_mean", floor_mean},
+                              {"fraction_of_floor", floor_mean / gemm_mean},
+                              {"gemm_us", std::move(us_each)},
+                              {"distinct_experts", std::move(distinct_each)}};
+    if (peer > 0)
+      result["speedup_vs_peer"] = peer / gemm_mean;
+    return result;
   }
 
   // Every selected token count of one model and dtype; --tune records the shape's entry.
@@ -290,6 +382,7 @@ struct MoeBench {
     MoeShape s = model.shape;
     s.dtype = dtype;
     Setup setup = make_setup(drv, s, 4096);
+    max_tokens = setup.max_tokens;
     MoeConfigEntry entry{s, engine.arch(), {}};
     if (const MoeConfigEntry* base = table ? table->find(s, engine.arch()) : nullptr)
       entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
@@ -366,13 +459,24 @@ bool parse_choice(const Flags& flags, const std::string& name,
   return false;
 }
 
+// The integer value of flag `name` (`low` when absent) into `value`; false, with a message naming
+// the range, for anything else.
+bool parse_count(const Flags& flags, const std::string& name, int low, int high, int& value) {
+  const std::string given = flags.get(name, std::to_string(low));
+  if (!llvm::StringRef(given).getAsInteger(10, value) && value >= low && value <= high)
+    return true;
+  llvm::errs() << fmt::format("specjit-bench moe: {} takes a count from {} to {}, not '{}'\n", name,
+                              low, high, given);
+  return false;
+}
+
 } // namespace
 
 int run_moe_bench(int argc, char** argv) {
   Flags flags;
   if (!parse_flags(argc, argv, 2,
                    {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
-                    "--tokens", "--handoff", "--launch-order"},
+                    "--tokens", "--handoff", "--launch-order", "--routings", "--tune-routings"},
                    {"--help", "--tune", "--verbose"}, flags))
     return 2;
   if (flags.has("--help")) {
@@ -381,6 +485,7 @@ int run_moe_bench(int argc, char** argv) {
            "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
            "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
            "                         [--launch-order automatic|grouped|block-major]\n"
+           "                         [--routings N] [--tune-routings R]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
@@ -389,6 +494,10 @@ int run_moe_bench(int argc, char** argv) {
            "  --launch-order  the wgmma GEMMs' CTAs take 8 token blocks per weight tile (grouped)\n"
            "             or each block's tiles in turn (block-major); automatic: block-major for\n"
            "             FP8 with at most 8 experts of at most one block each\n"
+           "  --routings N  also each T's GEMM us averaged over N fresh random routings (seeds\n"
+           "             1..N), next to the fixed routing (seed 42) of the main figures\n"
+           "  --tune-routings R  with --tune, each candidate pair is judged by its mean GEMM us\n"
+           "             over the fixed routing and R - 1 fresh ones (default 1: the fixed one)\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
@@ -409,6 +518,10 @@ int run_moe_bench(int argc, char** argv) {
                                      {"grouped", MoeLaunchOrder::grouped},
                                      {"block-major", MoeLaunchOrder::block_major}},
                                     launch_order))
+    return 2;
+  int routings = 0, tune_routings = 1;
+  if (!parse_count(flags, "--routings", 0, 1000, routings) ||
+      !parse_count(flags, "--tune-routings", 1, 100, tune_routings))
     return 2;
   auto config = must(Config::from_environment(), "config");
   runtime::Engine engine(config);
@@ -436,7 +549,9 @@ int run_moe_bench(int argc, char** argv) {
                  {},
                  table,
                  handoff,
-                 launch_order};
+                 launch_order,
+                 routings,
+                 tune_routings};
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
                               "floor assumes {:.2f} TB/s of reads)\n",

@@ -107,14 +107,19 @@ Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_toke
   b.scales = alloc(drv, s.experts * 4, 0x3c000000u); // 2^-7
   b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
   b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
-  std::vector<float> logits(max_tokens * s.experts);
-  std::mt19937 generator(42);
+  b.logits = alloc(drv, max_tokens * s.experts * 4, 0);
+  set_router_logits(drv, b, s, max_tokens, k_routing_seed);
+  return setup;
+}
+
+void set_router_logits(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,
+                       int64_t rows, uint32_t seed) {
+  std::vector<float> logits(rows * s.experts);
+  std::mt19937 generator(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& l : logits)
     l = normal(generator);
-  b.logits = alloc(drv, logits.size() * 4, 0);
   must(drv.check(drv.cuMemcpyHtoD(b.logits, logits.data(), logits.size() * 4), "upload"), "upload");
-  return setup;
 }
 
 int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,

@@ -31,8 +31,10 @@ struct Buffers {
   }
 };
 
+inline constexpr uint32_t k_routing_seed = 42; // the router logits every report's rows use
+
 // Buffers for up to max_tokens tokens: constant non-zero activations and weights, random
-// router logits (seed 42).
+// router logits (seed k_routing_seed).
 struct Setup {
   std::unique_ptr<Buffers> buffers;
   int64_t max_tokens = 0;
@@ -48,6 +50,12 @@ ops::FusedMoeTensors tensors(const Buffers& b, const ops::MoeShape& s, int64_t t
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
                const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
                CUstream stream);
+
+// Replaces the first `rows` rows of the router logits with standard normal values from `seed`
+// (the next layer call routes by them). Rows past `rows` keep theirs, so after
+// set_router_logits(drv, b, s, setup.max_tokens, k_routing_seed) the logits are make_setup's.
+void set_router_logits(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,
+                       int64_t rows, uint32_t seed);
 
 // Distinct experts the last routing of `tokens` tokens chose (for the memory floor).
 int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,

@@ -2,7 +2,10 @@
 """Writes docs/bench/moe-crossover-h200.md from the JSON reports of `specjit-bench moe --tune`.
 
     python3 tools/bench/moe_report.py docs/bench/moe-crossover-h200.json \
-        docs/bench/moe-h200.json > docs/bench/moe-crossover-h200.md
+        docs/bench/moe-h200.json [docs/bench/moe-routings-h200.json] > docs/bench/moe-crossover-h200.md
+
+The optional third report (`specjit-bench moe --routings N`) adds the GEMM time averaged over
+random routings; without it, the second report's routing samples are used, if it has any.
 """
 import json
 import sys
@@ -26,6 +29,8 @@ def main():
     print("tuner's candidates. `swap-AB` and `normal` are the wgmma kernels' two orientations,")
     print("`mma` the mma.sync kernels of part 1. The winner of each row is the tuned table's entry")
     print("(docs/moe-configs-h200.json), which the dispatch reads.")
+    if "note" in cross:
+        print(f"Rows: {cross['note']}.")
     print()
     models = []
     for r in cross["rows"]:
@@ -63,6 +68,40 @@ def main():
               f"{r['gemm1_alone_us']:.1f} | {r['gemm2_alone_us']:.1f} | {r['layer_us']:.1f} | "
               f"{r['layer_us'] - r['gemm_us']:.1f} | {100 * r['fraction_of_floor']:.0f} | "
               f"{peer if peer else '-'} | {ratio} | `{r['config']}` |")
+    sampled_report = json.load(open(sys.argv[3])) if len(sys.argv) > 3 else bench
+    sampled = [r for r in sampled_report["rows"] if "routing_samples" in r]
+    if sampled:
+        print_routing_samples(sampled, sampled_report,
+                              sys.argv[3] if len(sys.argv) > 3 else sys.argv[2])
+
+
+def print_routing_samples(rows, report, path):
+    """The rows' GEMM µs over fresh random routings (specjit-bench moe --routings N)."""
+    n = rows[0]["routing_samples"]["samples"]
+    print()
+    print(f"## Averaged over {n} random routings")
+    print()
+    print("The table above routes every T by one fixed sample of router logits (seed 42); at small")
+    print("T one sample may hit more or fewer experts than the average. vLLM's benchmark, which")
+    print("produced the peer figures, draws fresh router logits for every timed replay and reports")
+    print(f"the mean. Here each T is also routed by {n} fresh samples (seeds 1..{n}), each timed as")
+    print("above (GEMM1 + GEMM2 with PDL, weights rotated over three copies, so no warm L2), and the")
+    print("mean is compared with the peer. The fixed-routing columns are the same run's.")
+    copy = report.get("measured_copy_bytes_per_s")
+    print(f"From {path}: {report['machine']['date'][:16].replace('T', ' ')} UTC, copy rate "
+          f"{copy * 1e-12:.2f} TB/s; the same kernels and table as the table above.")
+    print()
+    print("| model | dtype | T | experts (fixed) | GEMM µs (fixed) | experts (mean) | GEMM µs (mean) | "
+          "min - max | floor % | peer µs | × peer |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        g = r["routing_samples"]
+        peer = r.get("peer_gemm_us")
+        ratio = f"{peer / g['gemm_us_mean']:.2f}" if peer else "-"
+        print(f"| {r['model']} | {r['dtype']} | {r['tokens']} | {r['distinct_experts']} | "
+              f"{r['gemm_us']:.1f} | {g['distinct_experts_mean']:.1f} | {g['gemm_us_mean']:.1f} | "
+              f"{g['gemm_us_min']:.1f} - {g['gemm_us_max']:.1f} | "
+              f"{100 * g['fraction_of_floor']:.0f} | {peer if peer else '-'} | {ratio} |")
 
 
 if __name__ == "__main__":
