@@ -113,13 +113,18 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
   return static_cast<int>(tiles * epilogue_warps);
 }
 
-int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, MoeLaunchOrder order) {
+int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
+                             MoeLaunchOrder order) {
   if (order != MoeLaunchOrder::automatic)
     return order == MoeLaunchOrder::block_major ? 1 : k_grouped_blocks;
   // With at most 8 experts and one block each, groups of 8 blocks interleave every block of the
-  // call over the whole grid, so none is complete before GEMM1's last wave. Where block-major
-  // measured faster and slower: FusedMoeOptions::launch_order.
-  return s.dtype == MoeDType::fp8 && s.experts <= 8 &&
+  // call over the whole grid, so none is complete before GEMM1's last wave, which only matters
+  // to a GEMM2 that takes blocks as they complete. Without the hand-off (Mixtral T <= 64)
+  // block-major measured no faster, and slower for the routings that put more than a block on
+  // one expert (Mixtral T = 16, blocks of 8: 385 against 366 µs at worst, 0.6 % on average over
+  // 48 routings; report section 27). Where block-major measured faster and slower:
+  // FusedMoeOptions::launch_order.
+  return handoff && s.dtype == MoeDType::fp8 && s.experts <= 8 &&
                  tokens * s.top_k <= s.experts * int64_t{block_m}
              ? 1
              : k_grouped_blocks;
@@ -182,7 +187,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              {scratch, DType::i32, {l.counter_ints}, {}}))
       return err;
   const int handoff = handoff_target(s, tokens, config, options, blocks);
-  const int group = group_blocks(s, tokens, config.block_m, options.launch_order);
+  const int group = group_blocks(s, tokens, config.block_m, handoff != 0, options.launch_order);
   for (int gemm = 1; gemm <= 2; ++gemm) {
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
       continue;

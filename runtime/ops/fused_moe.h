@@ -93,9 +93,11 @@ struct FusedMoeOptions {
   // The order in which the wgmma GEMMs' CTAs (fixed schedule) take token blocks and weight
   // tiles: grouped (8 consecutive blocks per weight tile, so blocks of one expert share its
   // tiles in L2) or block-major (each block's tiles in turn, so blocks complete one after
-  // another and GEMM2 can take them early). automatic: block-major for FP8 with at most 8
-  // experts of at most one block each, where it measured 5 % faster on the H200 (Mixtral
-  // T = 256); grouped elsewhere (block-major measured up to 1.7 % slower for DeepSeek prefill
+  // another and GEMM2 can take them early). automatic: block-major for FP8 with the block
+  // hand-off and at most 8 experts of at most one block each, where it measured 5 % faster on
+  // the H200 (Mixtral T = 256); grouped elsewhere (without the hand-off, at Mixtral T <= 64, no
+  // faster on average and slower for routings that put two blocks on one expert; block-major
+  // measured up to 1.7 % slower for DeepSeek prefill
   // and 16-22 % for bf16 Mixtral at T = 64-256, whose default tiles hold 16 and 64 tokens an
   // expert on average: the experts routed more than that take a second block, which
   // block-major runs long after the first instead of beside it, so their weights are read

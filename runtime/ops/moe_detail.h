@@ -60,9 +60,11 @@ int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& confi
 
 // The wgmma GEMMs' launch order on the fixed schedule (moe_wgmma_setup) as blocks per group:
 // 1 (block-major) or 8 (grouped); FusedMoeOptions::launch_order, automatic: block-major for FP8
-// when there are at most 8 experts and the routed tokens fill at most one block each, so that
-// each block is complete early and GEMM2 can take it.
-int group_blocks(const MoeShape& s, int64_t tokens, int block_m,
+// when GEMM2 takes blocks as they complete (`handoff`: the call's handoff_target is not 0),
+// there are at most 8 experts and the routed tokens fill at most one block each, so that each
+// block is complete early and GEMM2 can take it. Without the hand-off the order only decides
+// which CTAs share weight tiles in L2, which grouped does better.
+int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
                  MoeLaunchOrder order = MoeLaunchOrder::automatic);
 // The grouped order's blocks per group; the fixed grid rounds its blocks up to a multiple of it
 // (wgmma_ctas), so that both orders' groups divide the grid.

@@ -499,31 +499,44 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
   CHECK(target(qwen, 16, {16, sk1, GemmTile::wgmma_tile(64, 4, true, 1)}, always) == 12 * 4);
 }
 
-TEST_CASE("the FP8 wgmma GEMMs run block-major with few experts of one block each") {
+TEST_CASE("the FP8 wgmma GEMMs run block-major with the hand-off and few experts of one block "
+          "each") {
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  // Mixtral T = 256: 512 routed tokens, 64 an expert, blocks of 128: block-major.
-  CHECK(moe_detail::group_blocks(mixtral, 256, 128) == 1);
-  CHECK(moe_detail::group_blocks(mixtral, 1, 8) == 1);
-  CHECK(moe_detail::group_blocks(mixtral, 512, 128) == 1); // exactly one full block an expert
-  CHECK(moe_detail::group_blocks(mixtral, 513, 128) == 8); // more: weight tiles to share
-  CHECK(moe_detail::group_blocks(mixtral, 1024, 128) == 8);
+  // Mixtral T = 256: 512 routed tokens, 64 an expert, blocks of 128, the hand-off on:
+  // block-major.
+  CHECK(moe_detail::group_blocks(mixtral, 256, 128, true) == 1);
+  CHECK(moe_detail::group_blocks(mixtral, 512, 128, true) == 1); // exactly one full block each
+  CHECK(moe_detail::group_blocks(mixtral, 513, 128, true) == 8); // more: weight tiles to share
+  CHECK(moe_detail::group_blocks(mixtral, 1024, 128, true) == 8);
+  // Without the hand-off (Mixtral T <= 64, or turned off) nothing takes blocks early: grouped.
+  CHECK(moe_detail::group_blocks(mixtral, 16, 8, false) == 8);
+  CHECK(moe_detail::group_blocks(mixtral, 256, 128, false) == 8);
+  // And the call decides it with the hand-off's own rule: on from 32 tokens an expert (FP8).
+  const MoeTileConfig t256{128, GemmTile::wgmma_tile(256, 3, false, 2),
+                           GemmTile::wgmma_tile(128, 4, false, 2)};
+  const MoeTileConfig t16{8, GemmTile::wgmma_tile(64, 4, true, 1),
+                          GemmTile::wgmma_tile(64, 6, true, 1)};
+  const FusedMoeOptions automatic;
+  CHECK(moe_detail::handoff_target(mixtral, 256, t256, automatic, 8) > 0);
+  CHECK(moe_detail::handoff_target(mixtral, 16, t16, automatic, 9) == 0);
   // Many experts: groups of 8 blocks already complete one after another.
-  CHECK(moe_detail::group_blocks(qwen, 1, 8) == 8);
-  CHECK(moe_detail::group_blocks(qwen, 1024, 128) == 8);
+  CHECK(moe_detail::group_blocks(qwen, 1, 8, true) == 8);
+  CHECK(moe_detail::group_blocks(qwen, 1024, 128, true) == 8);
   MoeShape sixteen = mixtral;
   sixteen.experts = 16;
-  CHECK(moe_detail::group_blocks(sixteen, 256, 128) == 8);
+  CHECK(moe_detail::group_blocks(sixteen, 256, 128, true) == 8);
   MoeShape bf16 = mixtral; // measured slower block-major
   bf16.dtype = MoeDType::bf16;
-  CHECK(moe_detail::group_blocks(bf16, 256, 64) == 8);
+  CHECK(moe_detail::group_blocks(bf16, 256, 64, true) == 8);
   // Both divide the grid's block count, which wgmma_ctas rounds up to a multiple of 8.
   for (int64_t tokens : {1, 64, 256, 1024, 4096})
-    CHECK(8 % moe_detail::group_blocks(qwen, tokens, 64) == 0);
+    for (bool handoff : {false, true})
+      CHECK(8 % moe_detail::group_blocks(qwen, tokens, 64, handoff) == 0);
   // Forced (tests and benchmarks): either order anywhere.
-  CHECK(moe_detail::group_blocks(mixtral, 256, 128, MoeLaunchOrder::grouped) == 8);
-  CHECK(moe_detail::group_blocks(qwen, 4096, 128, MoeLaunchOrder::block_major) == 1);
-  CHECK(moe_detail::group_blocks(bf16, 256, 64, MoeLaunchOrder::block_major) == 1);
+  CHECK(moe_detail::group_blocks(mixtral, 256, 128, true, MoeLaunchOrder::grouped) == 8);
+  CHECK(moe_detail::group_blocks(qwen, 4096, 128, false, MoeLaunchOrder::block_major) == 1);
+  CHECK(moe_detail::group_blocks(bf16, 256, 64, false, MoeLaunchOrder::block_major) == 1);
 }
 
 TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {

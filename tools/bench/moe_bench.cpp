@@ -493,7 +493,7 @@ int run_moe_bench(int argc, char** argv) {
            "             tokens an expert on (automatic), always, or never\n"
            "  --launch-order  the wgmma GEMMs' CTAs take 8 token blocks per weight tile (grouped)\n"
            "             or each block's tiles in turn (block-major); automatic: block-major for\n"
-           "             FP8 with at most 8 experts of at most one block each\n"
+           "             FP8 with the hand-off and at most 8 experts of at most one block each\n"
            "  --routings N  also each T's GEMM us averaged over N fresh random routings (seeds\n"
            "             1..N), next to the fixed routing (seed 42) of the main figures\n"
            "  --tune-routings R  with --tune, each candidate pair is judged by its mean GEMM us\n"
