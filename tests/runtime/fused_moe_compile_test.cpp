@@ -294,7 +294,8 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad.block_m = 128;
   CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
         std::string::npos);
-  // The normal orientation takes several tiles per CTA (up to 16), whole tiles of its outputs.
+  // The normal orientation takes several tiles per CTA (up to 64, any count that divides its
+  // outputs' tiles: DeepSeek GEMM2's 56 tiles of 128 in CTAs of 14), whole tiles of its outputs.
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
   bad.gemm2 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 16); // 2048 = 16 x 128
   CHECK(!check_moe_config(qwen, bad, sm90a));
@@ -304,7 +305,15 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
         std::string::npos);
   bad.gemm1.tiles = 1;
   bad.gemm2.tiles = 32;
-  CHECK(refused(qwen, bad).find("tiles must be 1, 2, 4, 8 or 16") != std::string::npos);
+  CHECK(refused(qwen, bad).find("2048 output columns are not a multiple of 32 tiles of 128") !=
+        std::string::npos);
+  bad.gemm2.tiles = 65;
+  CHECK(refused(qwen, bad).find("tiles must be 1 to 64") != std::string::npos);
+  MoeTileConfig fourteen{128, GemmTile::wgmma_tile(256, 3, false, 2),
+                         GemmTile::wgmma_tile(128, 4, false, 2, 1, 14)};
+  CHECK(!check_moe_config(deepseek, fourteen, sm90a)); // 7168 = 14 x 4 x 128
+  fourteen.gemm2.tiles = 16;
+  CHECK(refused(deepseek, fourteen).find("not a multiple of 16 tiles") != std::string::npos);
   bad = c;
   bad.block_m = 64; // 7 x 2 x 64 x 64 x 4 bytes of partials > 3 stages of 192 rows
   bad.gemm1 = GemmTile::wgmma_tile(128, 3, true, 1, 8);

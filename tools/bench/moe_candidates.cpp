@@ -73,8 +73,10 @@ std::vector<GemmTile> normal_tiles(int gemm, int wg) {
         list.push_back(wgmma_tile(256, stages, false, wg, 1, tiles));
     list.push_back(wgmma_tile(64, 6, false, wg));
   } else {
+    // Tile counts that divide 16 and 32 (Qwen3's and Mixtral's outputs) and 56 (DeepSeek's);
+    // the others are refused by the rules and left out.
     for (int stages : {4, 6})
-      for (int tiles : {1, 4, 8, 16})
+      for (int tiles : {1, 4, 7, 8, 14, 16})
         list.push_back(wgmma_tile(128, stages, false, wg, 1, tiles));
     for (int tiles : {1, 2})
       list.push_back(wgmma_tile(256, 4, false, wg, 1, tiles)); // bf16 (a 256-wide FP8 GEMM2 spills)
