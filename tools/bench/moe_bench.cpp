@@ -40,6 +40,7 @@ namespace {
 using namespace specjit::ops;
 
 constexpr double k_stream_bytes_per_s = 4.46e12;
+constexpr uint32_t k_tune_seed0 = 1000; // --tune-routings' fresh routings: seeds 1001, 1002, ...
 
 struct Model {
   const char* name;
@@ -195,9 +196,11 @@ struct MoeBench {
   }
 
   // GEMM µs of the pair `c` at `tokens`: on the fixed routing, or with --tune-routings R the
-  // mean over it and R - 1 fresh ones (seeds 1..R-1), so that a block size that only fits the
-  // fixed routing's largest expert does not win (an expert past the block takes a second block
-  // and reads its weights twice). The fixed routing is back in place afterwards.
+  // mean over it and R - 1 fresh ones (seeds k_tune_seed0 + 1 ..), so that a block size that only
+  // fits the fixed routing's largest expert does not win (an expert past the block takes a
+  // second block and reads its weights twice). Seeds apart from --routings' 1..N, so that a
+  // table is not measured on the routings it was tuned on. The fixed routing is back in place
+  // afterwards.
   std::optional<double> pair_us(const MoeShape& s, const Buffers& b, int64_t tokens,
                                 const MoeTileConfig& c) {
     const unsigned stages = moe_stage_gemm1 | moe_stage_gemm2;
@@ -206,7 +209,8 @@ struct MoeBench {
     double sum = 0;
     std::optional<double> us;
     for (int r = 0; r < tune_routings; ++r) {
-      set_router_logits(drv, b, s, tokens, r == 0 ? k_routing_seed : static_cast<uint32_t>(r));
+      set_router_logits(drv, b, s, tokens,
+                        r == 0 ? k_routing_seed : k_tune_seed0 + static_cast<uint32_t>(r));
       us = time_config(s, b, tokens, c, stages, true);
       if (!us)
         break;
@@ -497,7 +501,9 @@ int run_moe_bench(int argc, char** argv) {
            "  --routings N  also each T's GEMM us averaged over N fresh random routings (seeds\n"
            "             1..N), next to the fixed routing (seed 42) of the main figures\n"
            "  --tune-routings R  with --tune, each candidate pair is judged by its mean GEMM us\n"
-           "             over the fixed routing and R - 1 fresh ones (default 1: the fixed one)\n"
+           "             over the fixed routing and R - 1 fresh ones (seeds 1001..; default 1: "
+           "the\n"
+           "             fixed one)\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
