@@ -2,10 +2,11 @@
 """Writes docs/bench/moe-crossover-h200.md from the JSON reports of `specjit-bench moe --tune`.
 
     python3 tools/bench/moe_report.py docs/bench/moe-crossover-h200.json \
-        docs/bench/moe-h200.json [docs/bench/moe-routings-h200.json] > docs/bench/moe-crossover-h200.md
+        docs/bench/moe-h200.json [ROUTINGS.json] > docs/bench/moe-crossover-h200.md
 
-The optional third report (`specjit-bench moe --routings N`) adds the GEMM time averaged over
-random routings; without it, the second report's routing samples are used, if it has any.
+The rows of a report from `specjit-bench moe --routings N` carry the GEMM time averaged over
+random routings, printed as the last section: from the optional third report, else from the
+second (docs/bench/moe-h200.json has them).
 """
 import json
 import sys
