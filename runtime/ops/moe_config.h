@@ -67,8 +67,8 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          distributed shared memory and writes the outputs): more CTAs streaming weights when
 //          few experts are hit.
 //          tiles: consecutive weight tiles per CTA through one pipeline (one setup and fill for
-//          them; fewer, longer CTAs when K is a few stages only). Normal: 1 to 16; swap_ab: 1, 2,
-//          4, 8 with one warpgroup, no split_k, not packed.
+//          them; fewer, longer CTAs when K is a few stages only). Normal: 1 to 64, whole tiles
+//          of the outputs; swap_ab: 1, 2, 4, 8 with one warpgroup, no split_k, not packed.
 //          schedule stream_k (swap_ab, one warpgroup, no split_k, one tile, not packed,
 //          block_m <= 32): instead of one CTA per (token block, tile), as many CTAs as fit on
 //          the GPU at once, each streaming an equal share of all (token block, tile, K stage)

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 
 namespace specjit::bench {
@@ -321,8 +322,9 @@ struct MoeBench {
     rows.push_back(std::move(row));
   }
 
-  // The weight-streaming floor of `distinct` experts: their w13 + w2 bytes at 4.46 TB/s.
-  static double floor_us_of(const MoeShape& s, int64_t distinct) {
+  // The weight-streaming floor of `distinct` experts (a mean over routings too: the floor is
+  // linear in it): their w13 + w2 bytes at 4.46 TB/s.
+  static double floor_us_of(const MoeShape& s, double distinct) {
     const double expert_bytes =
         (3.0 * s.intermediate * s.hidden) * (s.dtype == MoeDType::fp8 ? 1 : 2);
     return distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
@@ -336,33 +338,24 @@ struct MoeBench {
                                       const FusedMoeOptions& gemms, double peer) {
     FusedMoeOptions layer = gemms;
     layer.stages = moe_stage_all;
-    std::vector<double> us, floors;
-    llvm::json::Array us_each, distinct_each;
-    double distinct_sum = 0;
+    std::vector<double> us;
+    std::vector<int64_t> distinct;
     for (int r = 1; r <= routings; ++r) {
       set_router_logits(drv, b, s, tokens, static_cast<uint32_t>(r));
       must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "routing sample");
-      const int64_t distinct = distinct_experts(drv, b, s, tokens);
-      distinct_sum += static_cast<double>(distinct);
-      floors.push_back(floor_us_of(s, distinct));
+      distinct.push_back(distinct_experts(drv, b, s, tokens));
       us.push_back(time_us(engine, drv, s, b, tokens, gemms, stream));
-      us_each.push_back(us.back());
-      distinct_each.push_back(distinct);
     }
     set_router_logits(drv, b, s, max_tokens, k_routing_seed);
     must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "fixed routing");
-    const auto mean = [](const std::vector<double>& v) {
-      double sum = 0;
-      for (double x : v)
-        sum += x;
-      return sum / static_cast<double>(v.size());
-    };
-    const double gemm_mean = mean(us), floor_mean = mean(floors);
+    const double gemm_mean = std::accumulate(us.begin(), us.end(), 0.0) / routings;
+    const double distinct_mean = std::accumulate(distinct.begin(), distinct.end(), 0.0) / routings;
+    const double floor_mean = floor_us_of(s, distinct_mean);
     const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
     llvm::outs() << fmt::format(
         "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
         "floor {:.0f}%{}\n",
-        "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_sum / routings,
+        "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_mean,
         100.0 * floor_mean / gemm_mean,
         peer > 0 ? fmt::format(", {:.2f}x peer", peer / gemm_mean) : "");
     llvm::outs().flush();
@@ -371,11 +364,11 @@ struct MoeBench {
                               {"gemm_us_mean", gemm_mean},
                               {"gemm_us_min", *lo},
                               {"gemm_us_max", *hi},
-                              {"distinct_experts_mean", distinct_sum / routings},
+                              {"distinct_experts_mean", distinct_mean},
                               {"floor_us_mean", floor_mean},
                               {"fraction_of_floor", floor_mean / gemm_mean},
-                              {"gemm_us", std::move(us_each)},
-                              {"distinct_experts", std::move(distinct_each)}};
+                              {"gemm_us", llvm::json::Array(us)},
+                              {"distinct_experts", llvm::json::Array(distinct)}};
     if (peer > 0)
       result["speedup_vs_peer"] = peer / gemm_mean;
     return result;
