@@ -87,7 +87,7 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
     for (int j = 0; j < G::k_mma_n / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int column = row0 + 8 * (e >> 1);
+        const int column = (G::k_t16 ? wg * 64 : 0) + row0 + 8 * (e >> 1);
         const int token = 8 * j + col0 + (e & 1);
         float v = value(0, 4 * j + e);
         if constexpr (G::k_gated)
@@ -293,7 +293,7 @@ moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map
   int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, int SPLITK, int TILES,             \
       long long NUM_TOKENS_SPEC
 #define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                       \
-  MoeWgmmaTraits<FP8, GATED, N, K, SWAP != 0, TOK, BW, WGS, STAGES, SPLITK, TILES>
+  MoeWgmmaTraits<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES>
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void

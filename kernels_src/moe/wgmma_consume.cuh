@@ -18,9 +18,10 @@
 
 namespace specjit_kernels {
 
-// Stages a consumer warpgroup takes: all (normal), or every k_split-th from its index (swap).
+// Stages a consumer warpgroup takes: all (normal, f16 tokens), or every k_split-th from its
+// index (swap-AB with K split across warpgroups).
 template <class G> __device__ __forceinline__ int moe_first_stage() {
-  return G::k_swap ? static_cast<int>(threadIdx.x) >> 7 : 0;
+  return G::k_split > 1 ? static_cast<int>(threadIdx.x) >> 7 : 0;
 }
 
 // Pipeline step `step` (counted over the CTA's tiles) lives in stage step % STAGES; its `full`
@@ -190,14 +191,11 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
 // fragments (moe_load_a_f16): f16 k16 step j takes e4m3 bytes 16j..16j+15 in the order
 // [0,1,4,5,8,9,12,13, 2,3,6,7,10,11,14,15].
 __device__ __forceinline__ void moe_convert_chunk(unsigned row_base, int r, int c, U32x4 v) {
-  unsigned f[8];
-  e4m3x4_to_f16x4(v.x, f[0], f[4]);
-  e4m3x4_to_f16x4(v.y, f[1], f[5]);
-  e4m3x4_to_f16x4(v.z, f[2], f[6]);
-  e4m3x4_to_f16x4(v.w, f[3], f[7]);
+  U32x4 f0, f1;
+  e4m3x16_to_f16_fragment_order(v, f0, f1);
   const int q = (2 * c) & 7;
-  store_shared_u32x4(row_base + ((q ^ (r & 7)) << 4), f[0], f[1], f[2], f[3]);
-  store_shared_u32x4(row_base + (((q + 1) ^ (r & 7)) << 4), f[4], f[5], f[6], f[7]);
+  store_shared_u32x4(row_base + ((q ^ (r & 7)) << 4), f0.x, f0.y, f0.z, f0.w);
+  store_shared_u32x4(row_base + (((q + 1) ^ (r & 7)) << 4), f1.x, f1.y, f1.z, f1.w);
 }
 
 // e4m3 rows [rows][128 B] of `tile` -> f16 [2 halves of K][rows][128 B] at `out` (permuted k
@@ -240,6 +238,9 @@ __device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, u
 // warp its 16 rows of each half); the token tile (B) is converted in shared memory into the
 // same permuted k order, double-buffered per warpgroup. The stage is released as soon as its
 // ldmatrix loads have returned. MMAs WIDTH wide: only the first WIDTH token rows are converted.
+// k_t16: the stage's tokens are f16 already (in that k order), and the wgmmas read them there,
+// so the stage is released once they have completed; warpgroup w takes the weight rows of
+// output columns 64w.. (its gate rows and its up rows).
 template <class G, int WIDTH>
 __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0, int k0,
                                                      int k1, float (&acc)[G::k_halves][G::k_acc]) {
@@ -252,24 +253,32 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   const int lane = tid & 31;
   constexpr int k_t16_bytes = 2 * G::k_tok * 128;
   const unsigned t16_base = b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
+  const int a_row = (G::k_t16 ? wg * 64 : 0) + warp * 16 + (lane & 15);
   const int first = k0 + moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < k1; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
-    const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
-    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
+    unsigned t16;
+    if constexpr (G::k_t16) {
+      t16 = w_tile + G::k_w_tile_bytes;
+      fence_proxy_async_shared(); // rows gathered by cp.async (generic proxy), read by wgmma
+    } else {
+      t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
+      moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
+    }
     unsigned a[G::k_halves][8][4];
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
-        moe_load_a_f16(w_tile, h * (G::k_bw / 2) + warp * 16 + (lane & 15), kk, a[h][2 * kk],
-                       a[h][2 * kk + 1]);
-    fence_proxy_async_shared();
-    // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
-    // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
-    named_barrier(1 + wg, 128);
-    moe_release_stage<G>(b, step0 + kt);
+        moe_load_a_f16(w_tile, h * (G::k_bw / 2) + a_row, kk, a[h][2 * kk], a[h][2 * kk + 1]);
+    if constexpr (!G::k_t16) {
+      fence_proxy_async_shared();
+      // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
+      // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
+      named_barrier(1 + wg, 128);
+      moe_release_stage<G>(b, step0 + kt);
+    }
     moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_fence();
 #pragma unroll
@@ -283,6 +292,8 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
     wgmma_commit();
     moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_wait<0>(); // the A registers are rewritten by the next stage
+    if constexpr (G::k_t16)
+      moe_release_stage<G>(b, step0 + kt); // the wgmmas have read its tokens
   }
 }
 

@@ -40,10 +40,20 @@ inline constexpr int k_scratch_ints = k_handoff_counters + k_handoff_blocks;
 // The template value TILES of the dynamic schedule (0 is stream-K, 1-16 tiles per CTA).
 inline constexpr int k_tiles_dynamic = 1024;
 
-template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
+// SWAP: 0 the normal orientation, 1 swap-AB, 2 swap-AB reading an f16 copy of the tokens (FP8
+// GEMM1: k_t16 below).
+template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
 struct MoeWgmma {
   static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
+  // FP8 GEMM1, swap-AB, for many tokens an expert: the tokens come from a copy converted to f16
+  // once per call (moe/tokens_f16.cu, in the k order of the register-A fragments), so no CTA
+  // converts its token tile: the producers gather the f16 rows (256 bytes a row and stage, two
+  // 128-byte halves of K), and the wgmmas read them from the stage. The warpgroups split the
+  // output columns, 64 each (their gate and up rows), over the same tokens.
+  static constexpr bool k_t16 = SWAP == 2;
+  static constexpr int k_a_row_bytes = K * (FP8 && !k_t16 ? 1 : 2); // a gathered token row
+  static constexpr int k_t_tile_bytes = TOK * 128 * (k_t16 ? 2 : 1);
   // Split-K: each CTA of a cluster of SPLITK takes k_k_tiles consecutive 128-byte stages of K.
   static constexpr int k_split_k = SPLITK;
   static constexpr int k_k_tiles = k_k_bytes / 128 / SPLITK;
@@ -53,7 +63,7 @@ struct MoeWgmma {
   // cores; four warps share them. Everything else has one (GEMM2 gathers nothing). The host
   // launches the same count (runtime/ops/moe_config.cpp, GemmTile::threads); the kernels'
   // launch bounds use k_threads.
-  static constexpr int k_producer_warps = GATED && !SWAP ? 4 : 1;
+  static constexpr int k_producer_warps = GATED && (!SWAP || k_t16) ? 4 : 1;
   static constexpr int k_producers = 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + k_producers;
   static constexpr int k_w_tile_bytes = BW * 128;
@@ -61,14 +71,16 @@ struct MoeWgmma {
   // consumers need more than an even share of the register file (65536 / k_threads, 168 at 384
   // threads): the normal orientation's FP8 GEMM1 256 columns wide in two warpgroups (128
   // accumulators a thread, and the A fragments). 0: no move.
-  static constexpr int k_producer_regs = FP8 && GATED && !SWAP && WGS == 2 && BW == 256 ? 40 : 0;
+  // Likewise k_t16 in two warpgroups (TOK accumulators a thread and a stage of A fragments).
+  static constexpr int k_producer_regs =
+      FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16) ? 40 : 0;
   static constexpr int k_consumer_regs = k_producer_regs ? 232 : 0;
-  static constexpr int k_stage_bytes = (BW + TOK) * 128;
+  static constexpr int k_stage_bytes = BW * 128 + k_t_tile_bytes;
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
   // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
-  // columns; normal: they split the token rows.
-  static constexpr int k_split = SWAP ? WGS : 1;
-  static constexpr int k_empty_arrivals = SWAP ? 128 : 128 * WGS;
+  // columns; normal: they split the token rows; k_t16: the output columns.
+  static constexpr int k_split = SWAP && !k_t16 ? WGS : 1;
+  static constexpr int k_empty_arrivals = 128 * WGS / k_split;
   static constexpr int k_mma_n = SWAP ? TOK : BW;
   // Swap-AB GEMM1: BW = 128 runs the 64 gate rows and the 64 up rows as two MMAs into two
   // accumulators; BW = 64 packs 32 gate rows over 32 up rows into one MMA (twice the CTAs for
@@ -100,7 +112,7 @@ struct MoeWgmma {
   // an even number of stages every stage belongs to one warpgroup, which waits for its uses in
   // order. With an odd number, a warpgroup could wait on a stage whose previous use (the other
   // warpgroup's) has not landed yet, and its one-bit phase parity would match the use before.
-  static_assert(!SWAP || WGS == 1 || STAGES % 2 == 0,
+  static_assert(k_split == 1 || STAGES % 2 == 0,
                 "swap-AB with two warpgroups: an even number of stages");
   static_assert(TILES == 1 || !SWAP || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
                 "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
@@ -112,7 +124,10 @@ struct MoeWgmma {
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
-  static_assert(!SWAP || k_out_cols == 64 || k_packed, "swap-AB: 64 output columns per CTA");
+  static_assert(!SWAP || k_out_cols == 64 * (k_t16 ? WGS : 1) || k_packed,
+                "swap-AB: 64 output columns per CTA (k_t16: per warpgroup)");
+  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 && TILES == 1 && TOK <= 128),
+                "f16 tokens: FP8 GEMM1, no split-K, one tile, fixed schedule, TOK <= 128");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
   static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
   static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 || k_mma_n == 128 ||
@@ -143,11 +158,11 @@ struct MoeWgmmaBlock {
   unsigned empty_bar;           // shared address of empty[0]
 };
 
-template <bool FP8, bool GATED, int N, int K, bool SWAP, int TOK, int BW, int WGS, int STAGES,
+template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
 struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES> {
   static constexpr bool k_gated = GATED;
-  static constexpr bool k_swap = SWAP;
+  static constexpr bool k_swap = SWAP != 0;
   static constexpr int k_tok = TOK;
   static constexpr int k_bw = BW;
   static constexpr int k_stages_value = STAGES;
@@ -244,13 +259,25 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
       mbarrier_arrive_expect_tx(full, G::k_tok * 128);
       tma_load_3d(t_tile, a_map, full, k_byte, m_block * G::k_tok, 0);
     }
+  } else if constexpr (G::k_t16) {
+    // 16 chunks a row: 16-byte chunk g of the row's 256 bytes goes to K half g / 8.
+#pragma unroll
+    for (int c = producer; c < G::k_tok * 16; c += G::k_producers) {
+      const int r = c >> 4, half = (c >> 3) & 1, chunk = c & 7;
+      const int row = a_rows[r];
+      const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes +
+                                 2 * k_byte + (c & 15) * 16;
+      cp_async_16(t_tile + half * G::k_tok * 128 + r * 128 + ((chunk ^ (r & 7)) << 4), src,
+                  row < 0 ? 0 : 16);
+    }
+    cp_async_mbarrier_arrive(full);
   } else {
 #pragma unroll
     for (int c = producer; c < G::k_tok * 8; c += G::k_producers) {
       const int r = c >> 3, chunk = c & 7;
       const int row = a_rows[r];
       const unsigned char* src =
-          a + static_cast<long long>(row < 0 ? 0 : row) * G::k_k_bytes + k_byte + chunk * 16;
+          a + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes + k_byte + chunk * 16;
       cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
     }
     cp_async_mbarrier_arrive(full);

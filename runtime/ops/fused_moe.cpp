@@ -87,6 +87,18 @@ llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime:
                          k_stream_k_slot_floats / (2 * slot_floats), tiles * (k_bytes / 128)}));
 }
 
+// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu).
+llvm::Error launch_tokens_f16(runtime::Engine& engine, CUdeviceptr hidden, CUdeviceptr out,
+                              int64_t tokens, int64_t h, CUstream stream) {
+  runtime::LaunchConfig launch;
+  launch.grid[0] =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(tokens * h / 16, 256), 132 * 8));
+  launch.block[0] = 256;
+  launch.stream = stream;
+  return launch_variant(engine, k_tokens_f16, {tokens}, launch, hidden, out,
+                        static_cast<int>(tokens), static_cast<int>(h));
+}
+
 } // namespace
 
 // GEMM2's block hand-off target (MoeDependence in kernels_src/moe/wgmma_pipeline.cuh): the count
@@ -109,7 +121,8 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
     return 0;
   const GemmTile& g1 = config.gemm1;
   const int64_t tiles = s.intermediate / (g1.block_n / 2);
-  const int64_t epilogue_warps = g1.swap_ab ? 4 : 4 * g1.warpgroups;
+  // Swap-AB's warpgroups split K, but with f16 tokens the output columns.
+  const int64_t epilogue_warps = g1.swap_ab && !g1.f16_tokens ? 4 : 4 * g1.warpgroups;
   return static_cast<int>(tiles * epilogue_warps);
 }
 
@@ -171,7 +184,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   const CUdeviceptr topk_weights = w + l.topk_weights, topk_ids = w + l.topk_ids,
                     sorted = w + l.sorted_ids, expert_ids = w + l.expert_ids,
                     npp = w + l.num_post_padded, inter = w + l.intermediate,
-                    slot_out = w + l.slot_out, scratch = w + l.stream_k;
+                    slot_out = w + l.slot_out, scratch = w + l.stream_k,
+                    tokens_f16 = w + l.tokens_f16;
   const int n_tokens = static_cast<int>(tokens), top_k = static_cast<int>(s.top_k);
 
   if (options.stages & moe_stage_route)
@@ -192,6 +206,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (!(options.stages & (gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2)))
       continue;
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
+    if (gemm == 1 && tile.f16_tokens) // the tokens in f16, once for all of GEMM1's CTAs
+      if (auto err = launch_tokens_f16(engine, t.hidden.data, tokens_f16, tokens, s.hidden, stream))
+        return err;
     runtime::LaunchConfig launch;
     const int64_t rows = gemm_rows(s, gemm);
     if (tile.kernel == MoeGemmKernel::wgmma) {
@@ -238,7 +255,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         launch.grid[0] = *ctas;
       }
       if (gemm == 1) {
-        err = engine.launch(**variant, launch, *map, t.hidden.data, sorted, expert_ids, npp,
+        err = engine.launch(**variant, launch, *map, tile.f16_tokens ? tokens_f16 : t.hidden.data,
+                            sorted, expert_ids, npp,
                             t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter, scratch,
                             handoff > 0 ? 1 : 0, group, n_tokens, top_k);
       } else {
@@ -310,6 +328,8 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     }
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
     add(k_align, {s.experts, config.block_m, count});
+    if (config.gemm1.f16_tokens)
+      add(k_tokens_f16, {count});
     add(gemm_index(1, s.dtype, config.gemm1.kernel),
         gemm_values(s, 1, config.block_m, config.gemm1, count));
     add(gemm_index(2, s.dtype, config.gemm2.kernel),

@@ -44,7 +44,26 @@ struct TileUse {
 };
 
 // Each rule returns why the tile breaks it, or an empty string.
+std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
+  if (!u.gated || !u.fp8)
+    return "f16_tokens is for FP8 GEMM1";
+  if (!t.swap_ab)
+    return "f16_tokens needs swap_ab";
+  if (t.block_n != 128 * t.warpgroups)
+    return fmt::format("f16_tokens needs block_n = 128 x warpgroups = {} (64 output columns a "
+                       "warpgroup)",
+                       128 * t.warpgroups);
+  if (t.split_k != 1 || t.tiles != 1 || t.persistent())
+    return "f16_tokens needs no split_k, one tile and the fixed schedule";
+  // TOK accumulators a thread (gate and up, 64 x block_m each) and a stage of A fragments.
+  if (!is_pow2_in(u.block_m, 8, 128))
+    return "f16_tokens needs block_m in 8, 16, 32, 64, 128";
+  return "";
+}
+
 std::string swap_ab_rule(const GemmTile& t, const TileUse& u) {
+  if (t.f16_tokens)
+    return f16_tokens_rule(t, u);
   // GEMM1 also packs 32 gate over 32 up rows (block_n 64: 32 output columns per CTA).
   if (t.block_n != 64 * (u.gated ? 2 : 1) && !(u.gated && t.block_n == 64))
     return fmt::format("swap-AB needs block_n = {}{} (64 output columns per CTA)",
@@ -96,6 +115,8 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return "wgmma needs at least 3 pipeline stages";
   if (t.swap_ab)
     return swap_ab_rule(t, u);
+  if (t.f16_tokens)
+    return "f16_tokens needs swap_ab";
   if (t.split_k != 1 || t.persistent())
     return "split_k, stream_k and dynamic need the swap-AB orientation";
   if (u.block_m != 64 * t.warpgroups)
@@ -121,8 +142,8 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
 }
 
 std::string mma_rule(const GemmTile& t, const TileUse& u) {
-  if (t.split_k != 1 || t.tiles != 1 || t.persistent())
-    return "split_k, tiles, stream_k and dynamic need a wgmma tile";
+  if (t.split_k != 1 || t.tiles != 1 || t.persistent() || t.f16_tokens)
+    return "split_k, tiles, stream_k, dynamic and f16_tokens need a wgmma tile";
   if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
     return "1 to 16 warps";
   if (u.block_m % (16 * t.warps_m) != 0)
@@ -173,17 +194,19 @@ GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgro
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
                        stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
                        tiles > 1 ? fmt::format(" t{}", tiles) : "",
                        stream_k()  ? " sk"
                        : dynamic() ? " dyn"
-                                   : "");
+                                   : "",
+                       f16_tokens ? " f16" : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 
 unsigned GemmTile::threads(int gemm) const {
-  const int producer_warps = gemm == 1 && !swap_ab ? 4 : 1; // kernels_src/moe/wgmma_pipeline.cuh
+  // kernels_src/moe/wgmma_pipeline.cuh, MoeWgmma::k_producer_warps
+  const int producer_warps = gemm == 1 && (!swap_ab || f16_tokens) ? 4 : 1;
   return kernel == MoeGemmKernel::wgmma
              ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
              : static_cast<unsigned>(32 * warps_m * warps_n);
@@ -195,13 +218,13 @@ std::string MoeTileConfig::describe() const {
 
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
   const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
-  const unsigned rows = static_cast<unsigned>(block_m + tile.block_n);
+  const unsigned rows = static_cast<unsigned>(block_m * (tile.f16_tokens ? 2 : 1) + tile.block_n);
   unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
   if (wgmma) {
     dynamic += 1024; // room to align the tiles to 1024 bytes
     // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
     // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
-    if (dtype == MoeDType::fp8 && gemm == 1)
+    if (dtype == MoeDType::fp8 && gemm == 1 && !tile.f16_tokens)
       dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
                               : 2u * static_cast<unsigned>(tile.block_n) * k_row_bytes;
   }

@@ -75,6 +75,11 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          steps; tiles split between CTAs add their partial sums through the workspace. No wave
 //          tails, one setup and pipeline fill per CTA. dynamic (the same tile rules, any
 //          block_m): the resident CTAs take whole tiles from a counter.
+//          f16_tokens (FP8 GEMM1, swap_ab, fixed schedule, one tile, no split_k, block_m <= 128):
+//          the tokens are read from a copy converted to f16 once per call (moe_tokens_f16), not
+//          converted by every CTA; the warpgroups split the output columns (block_n = 128 x
+//          warpgroups: 64 columns each, their gate and up rows) instead of K. For many tokens
+//          an expert, where every CTA of an expert would convert the same tokens.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -86,6 +91,7 @@ struct GemmTile {
   int split_k = 1;
   int tiles = 1;
   MoeSchedule schedule = MoeSchedule::fixed;
+  bool f16_tokens = false;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   bool stream_k() const { return schedule == MoeSchedule::stream_k; }
@@ -96,11 +102,12 @@ struct GemmTile {
   static GemmTile wgmma_tile(int block_n, int stages, bool swap_ab, int warpgroups, int split_k = 1,
                              int tiles = 1);
 
-  // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn"
+  // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn",
+  // "... f16" (f16_tokens)
   std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
-  // warps: four for the normal orientation's GEMM1 (it gathers 64 token rows per warpgroup and
-  // stage), one otherwise.
+  // warps: four for GEMM1 in the normal orientation (it gathers 64 token rows per warpgroup and
+  // stage) or with f16 tokens (256 bytes a row and stage), one otherwise.
   unsigned threads(int gemm) const;
 };
 
@@ -159,9 +166,10 @@ struct ResolvedMoeConfig {
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
                                                      const Arch& arch, const MoeConfigTable* table);
 
-// Dynamic shared memory of GEMM `gemm` (1 or 2): stages * (block_m + block_n) * 128 bytes; wgmma
-// adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 copy of its B operand (normal: the
-// weight tile, 2 * block_n * 128; swap-AB: the token tile, 4 * warpgroups * block_m * 128); just
+// Dynamic shared memory of GEMM `gemm` (1 or 2): stages * (block_m + block_n) * 128 bytes (f16
+// tokens: 2 * block_m); wgmma adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 copy of
+// its B operand (normal: the weight tile, 2 * block_n * 128; swap-AB: the token tile,
+// 4 * warpgroups * block_m * 128; none with f16 tokens); just
 // over 48 KiB when the kernel's static indices and barriers would push the total past 48 KiB.
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm);
 

@@ -44,6 +44,13 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
+    if (object->get("f16_tokens") != nullptr) {
+      auto f16 = object->getBoolean("f16_tokens");
+      if (!f16)
+        return make_error(Errc::invalid_argument,
+                          "moe config table: {}: 'f16_tokens' must be a boolean", where.str());
+      tile.f16_tokens = *f16;
+    }
     // The schedule: "stream_k": true or "dynamic": true (neither: fixed).
     for (auto [schedule, name] : {std::pair{MoeSchedule::stream_k, "stream_k"},
                                   std::pair{MoeSchedule::dynamic, "dynamic"}}) {
@@ -89,6 +96,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["stream_k"] = true;
     if (t.dynamic())
       o["dynamic"] = true;
+    if (t.f16_tokens)
+      o["f16_tokens"] = true;
     return o;
   }
   return llvm::json::Object{

@@ -35,6 +35,7 @@ enum KernelIndex {
   k_wgmma1_bf16,
   k_wgmma2_fp8,
   k_wgmma2_bf16,
+  k_tokens_f16,
   k_kernel_count
 };
 

@@ -55,6 +55,10 @@ KernelDef moe_reduce_kernel() {
           {}};
 }
 
+KernelDef moe_tokens_f16_kernel() {
+  return {"moe_tokens_f16", "moe/tokens_f16.cu", "specjit_kernels::moe_tokens_f16", {tokens()}, {}};
+}
+
 std::vector<KernelDef> moe_kernels() {
   return {moe_route_kernel(),
           moe_align_kernel(),
@@ -66,7 +70,8 @@ std::vector<KernelDef> moe_kernels() {
           moe_gemm_kernel(1, MoeDType::fp8, MoeGemmKernel::wgmma),
           moe_gemm_kernel(1, MoeDType::bf16, MoeGemmKernel::wgmma),
           moe_gemm_kernel(2, MoeDType::fp8, MoeGemmKernel::wgmma),
-          moe_gemm_kernel(2, MoeDType::bf16, MoeGemmKernel::wgmma)};
+          moe_gemm_kernel(2, MoeDType::bf16, MoeGemmKernel::wgmma),
+          moe_tokens_f16_kernel()};
 }
 
 namespace moe_detail {
@@ -112,7 +117,7 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n,         k,         t.swap_ab ? 1 : 0,
+    return {n,         k,         t.f16_tokens ? 2 : t.swap_ab ? 1 : 0,
             block_m,   t.block_n, t.warpgroups,
             t.stages,  t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
             num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic

@@ -57,6 +57,8 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   take(l.slot_out, slots * s.hidden * 2);
   take(l.stream_k, k_stream_k_scratch_bytes);
   l.counter_ints = k_scratch_ints;
+  if (s.dtype == MoeDType::fp8)
+    take(l.tokens_f16, num_tokens * s.hidden * 2);
   l.bytes = at;
   return l;
 }

@@ -110,6 +110,7 @@ enum class Forced {
   wgmma_stream_k,
   wgmma_dynamic,
   wgmma_normal,
+  wgmma_f16_tokens,
   mma
 };
 
@@ -118,6 +119,19 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     return std::nullopt;
   if (forced == Forced::mma)
     return default_moe_config(s, tokens, Arch{9, 0, false});
+  if (forced == Forced::wgmma_f16_tokens && s.dtype != MoeDType::fp8)
+    return std::nullopt; // an FP8 GEMM1 tile: bf16 runs the default rule
+  if (forced == Forced::wgmma_f16_tokens) {
+    MoeTileConfig c;
+    // GEMM1 reading the f16 copy of the tokens: blocks of 8 to 128 tokens (partly filled blocks
+    // at the narrower widths), one warpgroup or two (64 output columns each).
+    c.block_m = tokens <= 3 ? 8 : tokens == 16 ? 16 : tokens == 64 ? 32 : tokens == 200 ? 64 : 128;
+    const int warpgroups = tokens == 1 || tokens == 16 ? 1 : 2;
+    c.gemm1 = GemmTile::wgmma_tile(128 * warpgroups, c.block_m == 128 ? 3 : 4, true, warpgroups);
+    c.gemm1.f16_tokens = true;
+    c.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
+    return c;
+  }
   MoeTileConfig c;
   c.gemm1.kernel = c.gemm2.kernel = MoeGemmKernel::wgmma;
   c.gemm1.stages = 4;
@@ -426,7 +440,8 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
 const std::pair<Forced, const char*> k_forced_families[] = {
     {Forced::wgmma_swap, "swap"},         {Forced::wgmma_split, "split"},
     {Forced::wgmma_stream_k, "stream_k"}, {Forced::wgmma_dynamic, "dynamic"},
-    {Forced::wgmma_normal, "normal"},     {Forced::mma, "mma"}};
+    {Forced::wgmma_normal, "normal"},     {Forced::wgmma_f16_tokens, "f16_tokens"},
+    {Forced::mma, "mma"}};
 
 // SPECJIT_FORCED_ONLY narrows the next case for a quick check of one kernel change on a GPU:
 // a comma-separated list of families (k_forced_families) and dtypes (fp8, bf16), e.g.

@@ -408,7 +408,8 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
         std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   bad.gemm2.schedule = MoeSchedule::stream_k;
-  CHECK(refused(qwen, bad).find("stream_k and dynamic need a wgmma tile") != std::string::npos);
+  CHECK(refused(qwen, bad).find("stream_k, dynamic and f16_tokens need a wgmma tile") !=
+        std::string::npos);
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{64, c}}});
@@ -462,6 +463,91 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
         std::pair{mixtral_bf16, MoeTileConfig{16, stream_k_tile(128, 4), stream_k_tile(64, 6)}},
         std::pair{qwen, MoeTileConfig{64, dynamic_tile(128, 4), dynamic_tile(64, 6)}},
         std::pair{mixtral_bf16, MoeTileConfig{8, dynamic_tile(128, 6), dynamic_tile(64, 4)}}})
+    CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+}
+
+namespace {
+GemmTile f16_tokens_tile(int warpgroups, int stages) {
+  GemmTile t = GemmTile::wgmma_tile(128 * warpgroups, stages, true, warpgroups);
+  t.f16_tokens = true;
+  return t;
+}
+} // namespace
+
+TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fixed schedule; "
+          "kept by the JSON, their variants compile without spills or serialized wgmma") {
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  const Arch sm90a{9, 0, true};
+  auto refused = [&](const MoeShape& s, const MoeTileConfig& c) {
+    return summarize(check_moe_config(s, c, sm90a)).message;
+  };
+  const GemmTile gemm2 = GemmTile::wgmma_tile(128, 4, false, 2);
+  const MoeTileConfig c{128, f16_tokens_tile(2, 3), gemm2};
+  CHECK(refused(qwen, c).empty());
+  CHECK(c.gemm1.describe() == "wgmma-swap n256 g2 s3 f16");
+  CHECK(c.gemm1.threads(1) == 2 * 128 + 4 * 32); // four producer warps gather the f16 rows
+  // Stages of 256 weight rows and 128 token rows of 256 bytes, no f16 copy of the B operand.
+  CHECK(moe_gemm_shared_bytes(128, c.gemm1, MoeDType::fp8, 1) == 3 * (256 + 2 * 128) * 128 + 1024);
+  MoeTileConfig bad = c;
+  bad.gemm1.block_n = 128; // one warpgroup's columns with two warpgroups
+  CHECK(refused(qwen, bad).find("f16_tokens needs block_n = 128 x warpgroups = 256") !=
+        std::string::npos);
+  bad = c;
+  bad.gemm1.swap_ab = false;
+  CHECK(refused(qwen, bad).find("f16_tokens needs swap_ab") != std::string::npos);
+  bad = c;
+  bad.gemm1.tiles = 2;
+  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k, one tile and the fixed schedule") !=
+        std::string::npos);
+  bad = MoeTileConfig{256, f16_tokens_tile(1, 3), gemm2};
+  bad.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
+  CHECK(refused(qwen, bad).find("f16_tokens needs block_m in 8, 16, 32, 64, 128") !=
+        std::string::npos);
+  MoeShape bf16 = qwen;
+  bf16.dtype = MoeDType::bf16;
+  CHECK(refused(bf16, {64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(64, 4, true, 1)})
+            .find("f16_tokens is for FP8 GEMM1") != std::string::npos);
+  // The hand-off counts every warpgroup's epilogue warps: they own different columns.
+  FusedMoeOptions always;
+  always.handoff = MoeHandoff::always;
+  CHECK(moe_detail::handoff_target(qwen, 1024, c, always, 100) == 6 * 8);
+  // JSON keeps the flag (absent when false); a non-boolean is named.
+  MoeConfigTable table;
+  table.entries.push_back({qwen, sm90a, {{1024, c}}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(table);
+  os.flush();
+  CHECK(text.find("\"f16_tokens\":true") != std::string::npos);
+  auto again = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
+  CHECK(again->entries[0].buckets[0].config == c);
+  text.replace(text.find("\"f16_tokens\":true"), std::string_view("\"f16_tokens\":true").size(),
+               "\"f16_tokens\":2");
+  CHECK(summarize(parse_moe_config_table(text).takeError())
+            .message.find("'f16_tokens' must be a boolean") != std::string::npos);
+  // The copy kernel is among the call's variants; GEMM1's template value swap_ab is 2.
+  FusedMoeOptions options;
+  options.config = c;
+  auto requests = fused_moe_variants(qwen, options, sm90a, {1024});
+  REQUIRE(static_cast<bool>(requests));
+  int copies = 0;
+  for (const VariantRequest& request : *requests) {
+    copies += request.def.id == "moe_tokens_f16";
+    if (request.def.id == "moe_wgmma1_fp8")
+      CHECK(request.values[2] == 2);
+  }
+  CHECK(copies == 1);
+  // Compiled: two warpgroups (registers moved from the producers) and one, blocks of 128 and 64.
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  for (const auto& [shape, config] :
+       {std::pair{qwen, c}, std::pair{qwen, MoeTileConfig{64, f16_tokens_tile(2, 4),
+                                      GemmTile::wgmma_tile(128, 4, false, 1)}},
+        std::pair{mixtral, MoeTileConfig{64, f16_tokens_tile(1, 4),
+                                         GemmTile::wgmma_tile(128, 4, false, 1)}},
+        std::pair{mixtral, MoeTileConfig{128, f16_tokens_tile(2, 3), gemm2}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 
