@@ -238,9 +238,6 @@ __device__ __forceinline__ void moe_load_a_f16(unsigned tile, int row, int kk, u
 // warp its 16 rows of each half); the token tile (B) is converted in shared memory into the
 // same permuted k order, double-buffered per warpgroup. The stage is released as soon as its
 // ldmatrix loads have returned. MMAs WIDTH wide: only the first WIDTH token rows are converted.
-// k_t16: the stage's tokens are f16 already (in that k order), and the wgmmas read them there,
-// so the stage is released once they have completed; warpgroup w takes the weight rows of
-// output columns 64w.. (its gate rows and its up rows).
 template <class G, int WIDTH>
 __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int step0, int k0,
                                                      int k1, float (&acc)[G::k_halves][G::k_acc]) {
@@ -253,32 +250,24 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
   const int lane = tid & 31;
   constexpr int k_t16_bytes = 2 * G::k_tok * 128;
   const unsigned t16_base = b.tiles + G::k_stages_value * G::k_stage_bytes + wg * 2 * k_t16_bytes;
-  const int a_row = (G::k_t16 ? wg * 64 : 0) + warp * 16 + (lane & 15);
   const int first = k0 + moe_first_stage<G>();
 #pragma unroll 1
   for (int kt = first; kt < k1; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
-    unsigned t16;
-    if constexpr (G::k_t16) {
-      t16 = w_tile + G::k_w_tile_bytes;
-      fence_proxy_async_shared(); // rows gathered by cp.async (generic proxy), read by wgmma
-    } else {
-      t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
-      moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
-    }
+    const unsigned t16 = t16_base + (((step0 + kt) / G::k_split) & 1) * k_t16_bytes;
+    moe_convert_tile(w_tile + G::k_w_tile_bytes, t16, G::k_tok, WIDTH, tid & 127, 128);
     unsigned a[G::k_halves][8][4];
 #pragma unroll
     for (int h = 0; h < G::k_halves; ++h)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
-        moe_load_a_f16(w_tile, h * (G::k_bw / 2) + a_row, kk, a[h][2 * kk], a[h][2 * kk + 1]);
-    if constexpr (!G::k_t16) {
-      fence_proxy_async_shared();
-      // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
-      // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
-      named_barrier(1 + wg, 128);
-      moe_release_stage<G>(b, step0 + kt);
-    }
+        moe_load_a_f16(w_tile, h * (G::k_bw / 2) + warp * 16 + (lane & 15), kk, a[h][2 * kk],
+                       a[h][2 * kk + 1]);
+    fence_proxy_async_shared();
+    // The warpgroup's f16 tokens are complete, its wgmmas of two stages ago have completed
+    // (each thread waited before arriving), and this stage's e4m3 bytes have all been read.
+    named_barrier(1 + wg, 128);
+    moe_release_stage<G>(b, step0 + kt);
     moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_fence();
 #pragma unroll
@@ -292,8 +281,64 @@ __device__ __forceinline__ void moe_consume_f16_regs(const MoeWgmmaBlock& b, int
     wgmma_commit();
     moe_fence_acc<G, WIDTH / 2>(acc);
     wgmma_wait<0>(); // the A registers are rewritten by the next stage
-    if constexpr (G::k_t16)
-      moe_release_stage<G>(b, step0 + kt); // the wgmmas have read its tokens
+  }
+}
+
+// FP8 GEMM1, swap-AB with f16 tokens (k_t16): warpgroup w takes the weight rows of output
+// columns 64w.. (its gate rows and its up rows) as wgmma's A from registers (moe_load_a_f16),
+// and the stage's f16 token rows, already in the fragments' k order, as B. Each stage runs as
+// two K halves: the MMAs of one half are in flight while the A fragments of the next half are
+// loaded and converted (into the other register set; a half's registers are written only
+// while the MMAs reading the other set run, as in moe_consume_f16_normal). The stage is
+// released once the MMAs of both its halves have completed (they read its tokens).
+template <class G, int WIDTH>
+__device__ __forceinline__ void moe_consume_f16_tokens(const MoeWgmmaBlock& b, int step0, int k0,
+                                                       int k1,
+                                                       float (&acc)[G::k_halves][G::k_acc]) {
+  static_assert(G::k_t16 && G::k_halves == 2, "f16 tokens: gate and up MMAs");
+  if constexpr (WIDTH < G::k_mma_n)
+    moe_zero_acc<G>(acc);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int a_row = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (tid & 15);
+  // a[h][s]: gate (h = 0) and up (h = 1) fragments of the half's four f16 k16 steps.
+  unsigned a0[2][4][4], a1[2][4][4];
+  auto load = [&](unsigned stage, int half, unsigned(&a)[2][4][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk)
+        moe_load_a_f16(stage, h * (G::k_bw / 2) + a_row, 2 * half + kk, a[h][2 * kk],
+                       a[h][2 * kk + 1]);
+  };
+  auto issue = [&](unsigned stage, int half, const unsigned(&a)[2][4][4], bool first) {
+    const unsigned long long b_desc =
+        wgmma_desc_sw128(stage + G::k_w_tile_bytes + half * G::k_tok * 128);
+    moe_fence_acc<G, WIDTH / 2>(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        WgmmaRegA<WIDTH>::mma(acc[h], a[h][s], b_desc + 2 * s, !first || s != 0);
+    wgmma_commit();
+    moe_fence_acc<G, WIDTH / 2>(acc);
+  };
+  unsigned stage = moe_wait_stage<G>(b, step0 + k0);
+  fence_proxy_async_shared(); // token rows gathered by cp.async (generic proxy), read by wgmma
+  load(stage, 0, a0);
+#pragma unroll 1
+  for (int kt = k0; kt < k1; ++kt) {
+    issue(stage, 0, a0, kt == k0);
+    load(stage, 1, a1);
+    wgmma_wait<0>();
+    issue(stage, 1, a1, false);
+    if (kt + 1 < k1) {
+      stage = moe_wait_stage<G>(b, step0 + kt + 1);
+      fence_proxy_async_shared();
+      load(stage, 0, a0);
+    }
+    wgmma_wait<0>();
+    moe_release_stage<G>(b, step0 + kt); // both halves' MMAs have read its tokens
   }
 }
 
@@ -397,6 +442,8 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int st
       moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (!G::k_gated)
       moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, k0, k1, acc);
+    else if constexpr (G::k_t16)
+      moe_consume_f16_tokens<G, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_swap)
       moe_consume_f16_regs<G, k_width>(b, step0, k0, k1, acc);
     else

@@ -114,7 +114,7 @@ struct MoeWgmma {
   // warpgroup's) has not landed yet, and its one-bit phase parity would match the use before.
   static_assert(k_split == 1 || STAGES % 2 == 0,
                 "swap-AB with two warpgroups: an even number of stages");
-  static_assert(TILES == 1 || !SWAP || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
+  static_assert(TILES == 1 || !SWAP || k_t16 || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
                 "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
   static_assert(!k_stream_k ||
                     (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
@@ -126,8 +126,8 @@ struct MoeWgmma {
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
   static_assert(!SWAP || k_out_cols == 64 * (k_t16 ? WGS : 1) || k_packed,
                 "swap-AB: 64 output columns per CTA (k_t16: per warpgroup)");
-  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 && TILES == 1 && TOK <= 128),
-                "f16 tokens: FP8 GEMM1, no split-K, one tile, fixed schedule, TOK <= 128");
+  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 && TILES >= 1 && TILES <= 64 && TOK <= 128),
+                "f16 tokens: FP8 GEMM1, no split-K, fixed schedule, TOK <= 128");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
   static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
   static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 || k_mma_n == 128 ||
@@ -259,26 +259,24 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
       mbarrier_arrive_expect_tx(full, G::k_tok * 128);
       tma_load_3d(t_tile, a_map, full, k_byte, m_block * G::k_tok, 0);
     }
-  } else if constexpr (G::k_t16) {
-    // 16 chunks a row: 16-byte chunk g of the row's 256 bytes goes to K half g / 8.
-#pragma unroll
-    for (int c = producer; c < G::k_tok * 16; c += G::k_producers) {
-      const int r = c >> 4, half = (c >> 3) & 1, chunk = c & 7;
-      const int row = a_rows[r];
-      const unsigned char* src = a + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes +
-                                 2 * k_byte + (c & 15) * 16;
-      cp_async_16(t_tile + half * G::k_tok * 128 + r * 128 + ((chunk ^ (r & 7)) << 4), src,
-                  row < 0 ? 0 : 16);
-    }
-    cp_async_mbarrier_arrive(full);
   } else {
+    // Each thread copies the same 16-byte chunk g of every k_rows_per_pass-th row (its destination's
+    // swizzle and its source offset are fixed; only the row changes): k_chunks chunks a row
+    // (f16 tokens: 256 bytes, chunk g in K half g / 8).
+    constexpr int k_chunks = G::k_t16 ? 16 : 8;
+    constexpr int k_rows_per_pass = G::k_producers / k_chunks;
+    static_assert(G::k_producers % k_chunks == 0 && G::k_tok % k_rows_per_pass == 0,
+                  "whole rows per pass, whole passes per tile");
+    const int g = producer % k_chunks, r0 = producer / k_chunks;
+    const unsigned dst = t_tile + (g >> 3) * G::k_tok * 128 + r0 * 128;
+    const unsigned char* src = a + (G::k_t16 ? 2 : 1) * k_byte + g * 16;
 #pragma unroll
-    for (int c = producer; c < G::k_tok * 8; c += G::k_producers) {
-      const int r = c >> 3, chunk = c & 7;
+    for (int i = 0; i < G::k_tok / k_rows_per_pass; ++i) {
+      const int r = r0 + i * k_rows_per_pass;
       const int row = a_rows[r];
-      const unsigned char* src =
-          a + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes + k_byte + chunk * 16;
-      cp_async_16(t_tile + r * 128 + ((chunk ^ (r & 7)) << 4), src, row < 0 ? 0 : 16);
+      cp_async_16(dst + i * k_rows_per_pass * 128 + (((g & 7) ^ (r & 7)) << 4),
+                  src + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes,
+                  row < 0 ? 0 : 16);
     }
     cp_async_mbarrier_arrive(full);
   }

@@ -53,8 +53,13 @@ std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
     return fmt::format("f16_tokens needs block_n = 128 x warpgroups = {} (64 output columns a "
                        "warpgroup)",
                        128 * t.warpgroups);
-  if (t.split_k != 1 || t.tiles != 1 || t.persistent())
-    return "f16_tokens needs no split_k, one tile and the fixed schedule";
+  if (t.split_k != 1 || t.persistent())
+    return "f16_tokens needs no split_k and the fixed schedule";
+  // Several tiles per CTA: the next tile's stages fill while the consumers write this one's
+  // outputs (one CTA an SM: nothing else would).
+  if (t.tiles < 1 || t.tiles > 64 || u.out_columns % (64 * t.warpgroups * t.tiles) != 0)
+    return fmt::format("f16_tokens: {} output columns are not a multiple of {} tiles of {}",
+                       u.out_columns, t.tiles, 64 * t.warpgroups);
   // TOK accumulators a thread (gate and up, 64 x block_m each) and a stage of A fragments.
   if (!is_pow2_in(u.block_m, 8, 128))
     return "f16_tokens needs block_m in 8, 16, 32, 64, 128";

@@ -124,10 +124,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   if (forced == Forced::wgmma_f16_tokens) {
     MoeTileConfig c;
     // GEMM1 reading the f16 copy of the tokens: blocks of 8 to 128 tokens (partly filled blocks
-    // at the narrower widths), one warpgroup or two (64 output columns each).
+    // at the narrower widths), one warpgroup or two (64 output columns each), one or two tiles.
     c.block_m = tokens <= 3 ? 8 : tokens == 16 ? 16 : tokens == 64 ? 32 : tokens == 200 ? 64 : 128;
     const int warpgroups = tokens == 1 || tokens == 16 ? 1 : 2;
-    c.gemm1 = GemmTile::wgmma_tile(128 * warpgroups, c.block_m == 128 ? 3 : 4, true, warpgroups);
+    // Two tiles per CTA at T = 200 and 1024 (Qwen3: 6 tiles of 128 columns, DeepSeek: 2).
+    c.gemm1 = GemmTile::wgmma_tile(128 * warpgroups, c.block_m == 128 ? 3 : 4, true, warpgroups, 1,
+                                   tokens == 200 || tokens == 1024 ? 2 : 1);
     c.gemm1.f16_tokens = true;
     c.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
     return c;

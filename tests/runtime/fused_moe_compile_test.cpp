@@ -467,8 +467,8 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
 }
 
 namespace {
-GemmTile f16_tokens_tile(int warpgroups, int stages) {
-  GemmTile t = GemmTile::wgmma_tile(128 * warpgroups, stages, true, warpgroups);
+GemmTile f16_tokens_tile(int warpgroups, int stages, int tiles = 1) {
+  GemmTile t = GemmTile::wgmma_tile(128 * warpgroups, stages, true, warpgroups, 1, tiles);
   t.f16_tokens = true;
   return t;
 }
@@ -497,9 +497,15 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   bad.gemm1.swap_ab = false;
   CHECK(refused(qwen, bad).find("f16_tokens needs swap_ab") != std::string::npos);
   bad = c;
-  bad.gemm1.tiles = 2;
-  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k, one tile and the fixed schedule") !=
+  bad.gemm1.split_k = 2;
+  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed schedule") !=
         std::string::npos);
+  bad = c;
+  bad.gemm1.tiles = 4; // 6 tiles of 128 columns
+  CHECK(refused(qwen, bad).find("f16_tokens: 768 output columns are not a multiple of 4 tiles "
+                                "of 128") != std::string::npos);
+  bad.gemm1.tiles = 3;
+  CHECK(refused(qwen, bad).empty());
   bad = MoeTileConfig{256, f16_tokens_tile(1, 3), gemm2};
   bad.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
   CHECK(refused(qwen, bad).find("f16_tokens needs block_m in 8, 16, 32, 64, 128") !=
@@ -547,7 +553,8 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
                                       GemmTile::wgmma_tile(128, 4, false, 1)}},
         std::pair{mixtral, MoeTileConfig{64, f16_tokens_tile(1, 4),
                                          GemmTile::wgmma_tile(128, 4, false, 1)}},
-        std::pair{mixtral, MoeTileConfig{128, f16_tokens_tile(2, 3), gemm2}}})
+        std::pair{mixtral, MoeTileConfig{128, f16_tokens_tile(2, 3), gemm2}},
+        std::pair{qwen, MoeTileConfig{128, f16_tokens_tile(2, 3, 3), gemm2}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 

@@ -59,6 +59,12 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
                             [&](const MoeTileConfig& c) { return c.gemm2 == t; }));
       }
       CHECK(normal); // the crossover is measured at every T
+      // FP8 GEMM1 on the f16 copy of the tokens from 16 tokens an expert on.
+      const bool f16 = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
+        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                           [](const GemmTile& t) { return t.f16_tokens; });
+      });
+      CHECK(f16 == (s.dtype == MoeDType::fp8 && tokens * s.top_k >= 16 * s.experts));
       if (tokens * s.top_k <= 64 * s.experts)
         CHECK(swap);
       const MoeTileConfig rule = default_moe_config(s, tokens, k_sm90a);

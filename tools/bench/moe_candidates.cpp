@@ -129,6 +129,18 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
     for (int gemm : {1, 2})
       for (const GemmTile& t : normal_tiles(gemm, wg))
         add(64 * wg, gemm, t);
+  // FP8 GEMM1 on the f16 copy of the tokens, two warpgroups (64 output columns each), from 16
+  // tokens an expert: blocks that hold all of an expert's tokens or half of them, as deep a
+  // pipeline as fits, one or several tiles per CTA (the rules refuse counts that do not divide).
+  if (s.dtype == MoeDType::fp8 && per_expert >= 16)
+    for (int m : {bm, bm / 2})
+      if (m >= 16)
+        for (int stages : {3, 4, 5, 6})
+          for (int tiles : {1, 2, 3, 4, 6, 7}) {
+            GemmTile t = wgmma_tile(256, stages, true, 2, 1, tiles);
+            t.f16_tokens = true;
+            add(m, 1, t);
+          }
   const auto [mma_m, mma_list] = mma_tiles(per_expert);
   for (int gemm : {1, 2})
     for (const GemmTile& t : mma_list)
