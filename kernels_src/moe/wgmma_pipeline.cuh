@@ -260,9 +260,9 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
       tma_load_3d(t_tile, a_map, full, k_byte, m_block * G::k_tok, 0);
     }
   } else {
-    // Each thread copies the same 16-byte chunk g of every k_rows_per_pass-th row (its destination's
-    // swizzle and its source offset are fixed; only the row changes): k_chunks chunks a row
-    // (f16 tokens: 256 bytes, chunk g in K half g / 8).
+    // Each thread copies the same 16-byte chunk g of every k_rows_per_pass-th row (its
+    // destination's swizzle and its source offset are fixed; only the row changes): k_chunks chunks
+    // a row (f16 tokens: 256 bytes, chunk g in K half g / 8).
     constexpr int k_chunks = G::k_t16 ? 16 : 8;
     constexpr int k_rows_per_pass = G::k_producers / k_chunks;
     static_assert(G::k_producers % k_chunks == 0 && G::k_tok % k_rows_per_pass == 0,

@@ -256,9 +256,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       }
       if (gemm == 1) {
         err = engine.launch(**variant, launch, *map, tile.f16_tokens ? tokens_f16 : t.hidden.data,
-                            sorted, expert_ids, npp,
-                            t.a1_scale.data, t.w13_scale.data, t.a2_scale.data, inter, scratch,
-                            handoff > 0 ? 1 : 0, group, n_tokens, top_k);
+                            sorted, expert_ids, npp, t.a1_scale.data, t.w13_scale.data,
+                            t.a2_scale.data, inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens,
+                            top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(

@@ -440,9 +440,12 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
 
 // The forced families of the next case, by the names SPECJIT_FORCED_ONLY uses.
 const std::pair<Forced, const char*> k_forced_families[] = {
-    {Forced::wgmma_swap, "swap"},         {Forced::wgmma_split, "split"},
-    {Forced::wgmma_stream_k, "stream_k"}, {Forced::wgmma_dynamic, "dynamic"},
-    {Forced::wgmma_normal, "normal"},     {Forced::wgmma_f16_tokens, "f16_tokens"},
+    {Forced::wgmma_swap, "swap"},
+    {Forced::wgmma_split, "split"},
+    {Forced::wgmma_stream_k, "stream_k"},
+    {Forced::wgmma_dynamic, "dynamic"},
+    {Forced::wgmma_normal, "normal"},
+    {Forced::wgmma_f16_tokens, "f16_tokens"},
     {Forced::mma, "mma"}};
 
 // SPECJIT_FORCED_ONLY narrows the next case for a quick check of one kernel change on a GPU:

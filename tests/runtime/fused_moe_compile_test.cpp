@@ -549,10 +549,11 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   TempDir dir;
   Engine engine(test::config_in(dir));
   for (const auto& [shape, config] :
-       {std::pair{qwen, c}, std::pair{qwen, MoeTileConfig{64, f16_tokens_tile(2, 4),
-                                      GemmTile::wgmma_tile(128, 4, false, 1)}},
-        std::pair{mixtral, MoeTileConfig{64, f16_tokens_tile(1, 4),
-                                         GemmTile::wgmma_tile(128, 4, false, 1)}},
+       {std::pair{qwen, c},
+        std::pair{qwen,
+                  MoeTileConfig{64, f16_tokens_tile(2, 4), GemmTile::wgmma_tile(128, 4, false, 1)}},
+        std::pair{mixtral,
+                  MoeTileConfig{64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(128, 4, false, 1)}},
         std::pair{mixtral, MoeTileConfig{128, f16_tokens_tile(2, 3), gemm2}},
         std::pair{qwen, MoeTileConfig{128, f16_tokens_tile(2, 3, 3), gemm2}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);

@@ -135,8 +135,11 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
   for (const ops::MoeConfigBucket& bucket : entry->buckets) {
     const ops::GemmTile& t = bucket.config.gemm1;
     if (t.kernel == ops::MoeGemmKernel::wgmma)
-      expected.insert({768, 2048, t.swap_ab ? 1 : 0, bucket.config.block_m, t.block_n, t.warpgroups,
-                       t.stages, t.split_k,
+      expected.insert({768, 2048,
+                       t.f16_tokens ? 2
+                       : t.swap_ab  ? 1
+                                    : 0,
+                       bucket.config.block_m, t.block_n, t.warpgroups, t.stages, t.split_k,
                        t.stream_k()  ? 0
                        : t.dynamic() ? 1024
                                      : t.tiles}); // the schedules' encoding
@@ -144,10 +147,16 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});
   }
-  for (const VariantRequest& r : *requests)
+  bool f16_tokens = false, copy = false; // the table's f16-token buckets bring the copy kernel
+  for (const ops::MoeConfigBucket& bucket : entry->buckets)
+    f16_tokens |= bucket.config.gemm1.f16_tokens;
+  for (const VariantRequest& r : *requests) {
     if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_gemm1_fp8")
       derived.insert({r.values.begin(), r.values.end() - 1});
+    copy |= r.def.id == "moe_tokens_f16";
+  }
   CHECK(derived == expected);
+  CHECK(copy == f16_tokens);
 }
 
 TEST_CASE("a moe model's config_table must be a readable, valid table") {

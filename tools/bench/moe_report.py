@@ -32,7 +32,14 @@ def main():
     print("(docs/moe-configs-h200.json), which the dispatch reads.")
     if "note" in cross:
         print(f"Rows: {cross['note']}.")
+    print("`f16 tokens`: swap-AB FP8 GEMM1 tiles reading a per-call f16 copy of the tokens")
+    print("(docs/moe.md), not among that tune's candidates; hand-picked and measured A/B")
+    print("(docs/bench/moe-decode-experiments-h200.txt, sections 30-34). Where the table takes one,")
+    print(f"its figure is the GEMM µs of {sys.argv[2]} and it is the winner.")
     print()
+    # The table's f16-token buckets, from the final run (FP8 rows whose GEMM1 reads f16 tokens).
+    f16 = {(r["model"], r["tokens"]): r["gemm_us"] for r in bench["rows"]
+           if r["dtype"] == "fp8" and " f16]" in r["config"]}
     models = []
     for r in cross["rows"]:
         if r["model"] not in models:
@@ -40,13 +47,15 @@ def main():
     for model in models:
         print(f"## {model}")
         print()
-        print("| T | tokens / expert | swap-AB µs | normal µs | mma µs | winner |")
-        print("|---|---|---|---|---|---|")
+        print("| T | tokens / expert | swap-AB µs | normal µs | mma µs | f16 tokens µs | winner |")
+        print("|---|---|---|---|---|---|---|")
         for r in cross["rows"]:
             if r["model"] != model:
                 continue
+            t16 = f16.get((model, r["tokens"]))
             print(f"| {r['tokens']} | {r['tokens_per_expert']:.2f} | {us(r, 'swap_ab')} | "
-                  f"{us(r, 'normal')} | {us(r, 'mma')} | {r['winner']} |")
+                  f"{us(r, 'normal')} | {us(r, 'mma')} | {'-' if t16 is None else f'{t16:.1f}'} | "
+                  f"{r['winner'] if t16 is None else 'f16 tokens'} |")
         print()
     print("## The tuned layer against the peer and the floor")
     print()
