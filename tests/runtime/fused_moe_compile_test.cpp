@@ -559,6 +559,22 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 
+TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch") {
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  MoeShape bf16 = qwen;
+  bf16.dtype = MoeDType::bf16;
+  for (int64_t tokens : {1, 1024, 4096}) {
+    const MoeWorkspaceLayout fp8 = moe_workspace_layout(qwen, tokens);
+    CHECK(fp8.tokens_f16 % 256 == 0);
+    CHECK(fp8.tokens_f16 >= fp8.stream_k + moe_detail::k_stream_k_scratch_bytes);
+    CHECK(fp8.tokens_f16 + static_cast<size_t>(tokens * qwen.hidden * 2) <= fp8.bytes);
+    // bf16 tiles never read an f16 copy: no region for it, the scratch ends the workspace.
+    const MoeWorkspaceLayout b = moe_workspace_layout(bf16, tokens);
+    CHECK(b.tokens_f16 == 0);
+    CHECK(b.bytes == (b.stream_k + moe_detail::k_stream_k_scratch_bytes + 255) / 256 * 256);
+  }
+}
+
 TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue warps, when "
           "wanted and safe") {
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
