@@ -44,6 +44,20 @@ struct TileUse {
 };
 
 // Each rule returns why the tile breaks it, or an empty string.
+
+// Tiles per CTA (normal orientation and f16 tokens): any count of whole tiles of the outputs up
+// to 64, not only powers of two: DeepSeek GEMM2's 56 tiles of 128 in CTAs of 14 measured 1.3 %
+// faster at T = 4096 than 8 (28 and 56: slower, too few CTAs; report section 28).
+std::string whole_tiles_rule(const GemmTile& t, const TileUse& u) {
+  if (t.tiles < 1 || t.tiles > 64)
+    return "tiles must be 1 to 64";
+  const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
+  if (u.out_columns % (per_tile * t.tiles) != 0)
+    return fmt::format("{} output columns are not a multiple of {} tiles of {}", u.out_columns,
+                       t.tiles, per_tile);
+  return "";
+}
+
 std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
   if (!u.gated || !u.fp8)
     return "f16_tokens is for FP8 GEMM1";
@@ -57,9 +71,8 @@ std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
     return "f16_tokens needs no split_k and the fixed schedule";
   // Several tiles per CTA: the next tile's stages fill while the consumers write this one's
   // outputs (one CTA an SM: nothing else would).
-  if (t.tiles < 1 || t.tiles > 64 || u.out_columns % (64 * t.warpgroups * t.tiles) != 0)
-    return fmt::format("f16_tokens: {} output columns are not a multiple of {} tiles of {}",
-                       u.out_columns, t.tiles, 64 * t.warpgroups);
+  if (std::string why = whole_tiles_rule(t, u); !why.empty())
+    return "f16_tokens: " + why;
   // TOK accumulators a thread (gate and up, 64 x block_m each) and a stage of A fragments.
   if (!is_pow2_in(u.block_m, 8, 128))
     return "f16_tokens needs block_m in 8, 16, 32, 64, 128";
@@ -134,16 +147,7 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
   // on the H200, Qwen3 T = 64, it ran 1.3-4x slower than 128 wide).
   if (u.fp8 && !u.gated && t.block_n == 256)
     return "FP8 GEMM2 holds 2 x block_n / 2 fp32 sums a thread: block_n 256 spills, use 128";
-  // Any count of whole tiles (checked below), not only powers of two: DeepSeek GEMM2's 56 tiles
-  // of 128 in CTAs of 14 measured 1.3 % faster at T = 4096 than 8 (28 and 56: slower, too few
-  // CTAs; report section 28).
-  if (t.tiles < 1 || t.tiles > 64)
-    return "tiles must be 1 to 64";
-  const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
-  if (u.out_columns % (per_tile * t.tiles) != 0)
-    return fmt::format("{} output columns are not a multiple of {} tiles of {}", u.out_columns,
-                       t.tiles, per_tile);
-  return "";
+  return whole_tiles_rule(t, u);
 }
 
 std::string mma_rule(const GemmTile& t, const TileUse& u) {

@@ -108,6 +108,14 @@ void check_rejected(const Args& args, const std::string& fragment) {
   CHECK(engine.stats().requests == 0);
 }
 
+// The table's JSON text (what `specjit-bench moe --tune` writes).
+std::string table_json(const MoeConfigTable& table) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << moe_config_table_to_json(table);
+  return os.str();
+}
+
 } // namespace
 
 TEST_CASE("every variant of the Qwen3-30B-A3B manifest compiles for sm_90a without spills") {
@@ -333,10 +341,7 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   // The table keeps split_k (and leaves it out when it is 1).
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{1, c}}});
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << moe_config_table_to_json(table);
-  os.flush();
+  std::string text = table_json(table);
   CHECK(text.find("\"split_k\":4") != std::string::npos);
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
@@ -413,10 +418,7 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{64, c}}});
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << moe_config_table_to_json(table);
-  os.flush();
+  std::string text = table_json(table);
   CHECK(text.find("\"stream_k\":true") != std::string::npos);
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
@@ -430,10 +432,7 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   bad.gemm1.block_n = 64;
   CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
   table.entries[0].buckets.push_back({256, d});
-  std::string with_dynamic;
-  llvm::raw_string_ostream dos(with_dynamic);
-  dos << moe_config_table_to_json(table);
-  dos.flush();
+  std::string with_dynamic = table_json(table);
   CHECK(with_dynamic.find("\"dynamic\":true") != std::string::npos);
   auto both = parse_moe_config_table(with_dynamic);
   REQUIRE_MESSAGE(static_cast<bool>(both), llvm::toString(both.takeError()));
@@ -521,10 +520,7 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   // JSON keeps the flag (absent when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{1024, c}}});
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << moe_config_table_to_json(table);
-  os.flush();
+  std::string text = table_json(table);
   CHECK(text.find("\"f16_tokens\":true") != std::string::npos);
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
@@ -703,10 +699,7 @@ TEST_CASE("a tuned table overrides the default rule for its shape only") {
   REQUIRE(static_cast<bool>(fallback));
   CHECK(fallback->bounds == default_moe_buckets());
   // The table survives a round trip through JSON.
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << moe_config_table_to_json(*table);
-  os.flush();
+  std::string text = table_json(*table);
   auto again = parse_moe_config_table(text);
   REQUIRE(static_cast<bool>(again));
   CHECK(again->entries.size() == 1);
@@ -721,10 +714,7 @@ TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named"
                        GemmTile::wgmma_tile(128, 4, false, 2)};
   entry.buckets = {{1, swap}, {4096, normal}};
   table.entries.push_back(entry);
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << moe_config_table_to_json(table);
-  os.flush();
+  std::string text = table_json(table);
   auto again = parse_moe_config_table(text);
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
   CHECK(again->entries[0].buckets[0].config == swap);
