@@ -29,10 +29,12 @@
 
 namespace specjit_kernels {
 
-// Calls store(token_row, column, v0, v1, pair) for each output this thread holds (token_row
-// within the block of TOK slots, column within the tile's output columns). Gated: v = silu(gate
-// * scale) * (up * scale) is computed here. Normal orientation hands out adjacent column pairs
-// (pair = true, v1 at column + 1); swap-AB single values (pair = false).
+// Calls store(token_row, column, v0, v1, pair) for each output this thread holds of a token row
+// that is not padding (token_row within the block of TOK slots, column within the tile's output
+// columns). Gated: v = silu(gate * scale) * (up * scale) is computed here, only for those rows
+// (a padding row's sums may be anything; skipping them also keeps SiLU's division off its slow
+// path). Normal orientation hands out adjacent column pairs (pair = true, v1 at column + 1);
+// swap-AB single values (pair = false).
 // Packed swap-AB GEMM1 (32 gate rows over 32 up rows): warps 2-3 hold the up values of the
 // columns warps 0-1 hold the gate values of; they hand them over through the idle stage memory
 // (past the K-split partial sums). Afterwards only warps 0-1 have outputs.
@@ -79,6 +81,8 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
       for (int e = 0; e < 4; ++e) {
         const int column = row0 + 8 * (e >> 1);
         const int token = 8 * j + col0 + (e & 1);
+        if (b.slot_of_row[token] < 0)
+          continue;
         const float v = moe_silu(value(0, 4 * j + e)) * (up[column * G::k_tok + token] * scale);
         store(token, column, v, 0.0f, false);
       }
@@ -89,6 +93,8 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
       for (int e = 0; e < 4; ++e) {
         const int column = (G::k_t16 ? wg * 64 : 0) + row0 + 8 * (e >> 1);
         const int token = 8 * j + col0 + (e & 1);
+        if (b.slot_of_row[token] < 0)
+          continue;
         float v = value(0, 4 * j + e);
         if constexpr (G::k_gated)
           v = moe_silu(v) * value(1, 4 * j + e);
@@ -97,10 +103,12 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
   } else {
     constexpr int k_groups = G::k_gated ? G::k_mma_n / 16 : G::k_mma_n / 8;
 #pragma unroll
-    for (int j = 0; j < k_groups; ++j)
+    for (int half = 0; half < 2; ++half) {
+      const int token = wg * 64 + row0 + 8 * half;
+      if (b.slot_of_row[token] < 0)
+        continue;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int token = wg * 64 + row0 + 8 * half;
+      for (int j = 0; j < k_groups; ++j) {
         float v0 = value(0, 4 * j + 2 * half), v1 = value(0, 4 * j + 2 * half + 1);
         if constexpr (G::k_gated) {
           v0 = moe_silu(v0) * value(0, 4 * (j + k_groups) + 2 * half);
@@ -108,6 +116,7 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
         }
         store(token, 8 * j + col0, v0, v1, true);
       }
+    }
   }
 }
 
@@ -313,8 +322,6 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       inverse_out = div_rn(1.0f, a2_scale[0]);
     }
     moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-      if (b.slot_of_row[token] < 0)
-        return;
       const long long index = moe_intermediate_row<G::k_tok>(b.m_block, token) * N +
                               tile * G::k_out_cols + column;
       if constexpr (FP8) {
@@ -355,8 +362,6 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       scale = a2_scale[0] * w2_scale[b.expert];
     moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
       const int slot = b.slot_of_row[token];
-      if (slot < 0)
-        return;
       const float weight = topk_weights[slot];
       const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
       unsigned short* out =

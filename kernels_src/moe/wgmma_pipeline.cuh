@@ -262,7 +262,10 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
   } else {
     // Each thread copies the same 16-byte chunk g of every k_rows_per_pass-th row (its
     // destination's swizzle and its source offset are fixed; only the row changes): k_chunks chunks
-    // a row (f16 tokens: 256 bytes, chunk g in K half g / 8).
+    // a row (f16 tokens: 256 bytes, chunk g in K half g / 8). Padding rows are not copied: an
+    // MMA's output row or column of a padding row depends on that row alone, and the epilogues
+    // drop it, so the stage may hold anything there (in a partly filled block, about half of a
+    // swap-AB tile's rows).
     constexpr int k_chunks = G::k_t16 ? 16 : 8;
     constexpr int k_rows_per_pass = G::k_producers / k_chunks;
     static_assert(G::k_producers % k_chunks == 0 && G::k_tok % k_rows_per_pass == 0,
@@ -274,9 +277,9 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
     for (int i = 0; i < G::k_tok / k_rows_per_pass; ++i) {
       const int r = r0 + i * k_rows_per_pass;
       const int row = a_rows[r];
-      cp_async_16(dst + i * k_rows_per_pass * 128 + (((g & 7) ^ (r & 7)) << 4),
-                  src + static_cast<long long>(row < 0 ? 0 : row) * G::k_a_row_bytes,
-                  row < 0 ? 0 : 16);
+      if (row >= 0)
+        cp_async_16(dst + i * k_rows_per_pass * 128 + (((g & 7) ^ (r & 7)) << 4),
+                    src + static_cast<long long>(row) * G::k_a_row_bytes, 16);
     }
     cp_async_mbarrier_arrive(full);
   }
