@@ -32,9 +32,9 @@ namespace specjit_kernels {
 // Calls store(token_row, column, v0, v1, pair) for each output this thread holds of a token row
 // that is not padding (token_row within the block of TOK slots, column within the tile's output
 // columns). Gated: v = silu(gate * scale) * (up * scale) is computed here, only for those rows
-// (a padding row's sums may be anything; skipping them also keeps SiLU's division off its slow
-// path). Normal orientation hands out adjacent column pairs (pair = true, v1 at column + 1);
-// swap-AB single values (pair = false).
+// (a padding row's sums may be anything, and running them through SiLU cost time:
+// docs/bench/ncu-moe-f16-tokens-h200.txt). Normal orientation hands out adjacent column pairs
+// (pair = true, v1 at column + 1); swap-AB single values (pair = false).
 // Packed swap-AB GEMM1 (32 gate rows over 32 up rows): warps 2-3 hold the up values of the
 // columns warps 0-1 hold the gate values of; they hand them over through the idle stage memory
 // (past the K-split partial sums). Afterwards only warps 0-1 have outputs.
