@@ -108,12 +108,22 @@ void check_rejected(const Args& args, const std::string& fragment) {
   CHECK(engine.stats().requests == 0);
 }
 
-// The table's JSON text (what `specjit-bench moe --tune` writes).
-std::string table_json(const MoeConfigTable& table) {
+// The table's JSON text (what `specjit-bench moe --tune` writes), after checking that it
+// parses back to every entry's bucket configurations.
+std::string round_trip_json(const MoeConfigTable& table) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << moe_config_table_to_json(table);
-  return os.str();
+  os.flush();
+  auto again = parse_moe_config_table(text);
+  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
+  REQUIRE(again->entries.size() == table.entries.size());
+  for (size_t e = 0; e < table.entries.size(); ++e) {
+    REQUIRE(again->entries[e].buckets.size() == table.entries[e].buckets.size());
+    for (size_t b = 0; b < table.entries[e].buckets.size(); ++b)
+      CHECK(again->entries[e].buckets[b].config == table.entries[e].buckets[b].config);
+  }
+  return text;
 }
 
 } // namespace
@@ -341,11 +351,7 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   // The table keeps split_k (and leaves it out when it is 1).
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{1, c}}});
-  std::string text = table_json(table);
-  CHECK(text.find("\"split_k\":4") != std::string::npos);
-  auto again = parse_moe_config_table(text);
-  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
-  CHECK(again->entries[0].buckets[0].config == c);
+  CHECK(round_trip_json(table).find("\"split_k\":4") != std::string::npos);
 }
 
 TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without spills or "
@@ -418,11 +424,8 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{64, c}}});
-  std::string text = table_json(table);
+  std::string text = round_trip_json(table);
   CHECK(text.find("\"stream_k\":true") != std::string::npos);
-  auto again = parse_moe_config_table(text);
-  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
-  CHECK(again->entries[0].buckets[0].config == c);
   // The dynamic schedule: the same rules but any block size (not both schedules at once: the
   // JSON check below).
   const MoeTileConfig d{64, dynamic_tile(128, 4), dynamic_tile(64, 6)};
@@ -432,11 +435,7 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   bad.gemm1.block_n = 64;
   CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
   table.entries[0].buckets.push_back({256, d});
-  std::string with_dynamic = table_json(table);
-  CHECK(with_dynamic.find("\"dynamic\":true") != std::string::npos);
-  auto both = parse_moe_config_table(with_dynamic);
-  REQUIRE_MESSAGE(static_cast<bool>(both), llvm::toString(both.takeError()));
-  CHECK(both->entries[0].buckets[1].config == d);
+  CHECK(round_trip_json(table).find("\"dynamic\":true") != std::string::npos);
   std::string two = text;
   const size_t at = text.find("\"stream_k\":true");
   text.replace(at, std::string_view("\"stream_k\":true").size(), "\"stream_k\":1");
@@ -520,11 +519,8 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   // JSON keeps the flag (absent when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{1024, c}}});
-  std::string text = table_json(table);
+  std::string text = round_trip_json(table);
   CHECK(text.find("\"f16_tokens\":true") != std::string::npos);
-  auto again = parse_moe_config_table(text);
-  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
-  CHECK(again->entries[0].buckets[0].config == c);
   text.replace(text.find("\"f16_tokens\":true"), std::string_view("\"f16_tokens\":true").size(),
                "\"f16_tokens\":2");
   CHECK(summarize(parse_moe_config_table(text).takeError())
@@ -699,11 +695,8 @@ TEST_CASE("a tuned table overrides the default rule for its shape only") {
   REQUIRE(static_cast<bool>(fallback));
   CHECK(fallback->bounds == default_moe_buckets());
   // The table survives a round trip through JSON.
-  std::string text = table_json(*table);
-  auto again = parse_moe_config_table(text);
-  REQUIRE(static_cast<bool>(again));
-  CHECK(again->entries.size() == 1);
-  CHECK(again->entries[0].buckets[0].config == table->entries[0].buckets[0].config);
+  CHECK(table->entries.size() == 1);
+  round_trip_json(*table);
 }
 
 TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named") {
@@ -714,11 +707,7 @@ TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named"
                        GemmTile::wgmma_tile(128, 4, false, 2)};
   entry.buckets = {{1, swap}, {4096, normal}};
   table.entries.push_back(entry);
-  std::string text = table_json(table);
-  auto again = parse_moe_config_table(text);
-  REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
-  CHECK(again->entries[0].buckets[0].config == swap);
-  CHECK(again->entries[0].buckets[1].config == normal);
+  std::string text = round_trip_json(table);
   // An unknown kernel, and a wgmma tile without its orientation, are refused by name.
   std::string unknown = text;
   unknown.replace(unknown.find("\"wgmma\""), 7, "\"wmma\"");
