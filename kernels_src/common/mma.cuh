@@ -71,6 +71,14 @@ __device__ __forceinline__ float exp_approx(float x) {
   return y;
 }
 
+// 1 / x through rcp.approx (about 1 ulp; flushes denormals): SiLU's division, whose IEEE form
+// (div.rn) runs a slow-path subroutine on the GEMM1 epilogue's critical path. 1 / inf = 0.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ void store_u32(void* address, unsigned v) {
   asm volatile("st.global.u32 [%0], %1;" ::"l"(address), "r"(v) : "memory");
 }

@@ -43,7 +43,9 @@ __device__ __forceinline__ unsigned ballot(bool predicate) {
 }
 
 // SiLU of the gated GEMM1 epilogue (x / (1 + e^-x)), shared by the mma.sync and wgmma GEMMs.
-__device__ __forceinline__ float moe_silu(float x) { return div_rn(x, 1.0f + exp_approx(-x)); }
+// Both steps approximate (a few ulp; the reference computes it in fp32 with std::exp): for
+// x < -88, e^-x is inf and the result -0.
+__device__ __forceinline__ float moe_silu(float x) { return x * rcp_approx(1.0f + exp_approx(-x)); }
 
 // The rows of block m_block of BLOCK_M sorted slots: slot_of_row[r] (-1 for padding) and
 // a_rows[r], the row of A: slot / a_row_divisor (GEMM1: the slot's token), or with
