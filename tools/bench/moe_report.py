@@ -28,18 +28,15 @@ def main():
     print("FP8 per-tensor, GEMM1 + GEMM2 kernel µs (CUDA-graph replay, weights rotated over three")
     print("copies so no launch finds its experts in L2), best tile of each kernel family among the")
     print("tuner's candidates. `swap-AB` and `normal` are the wgmma kernels' two orientations,")
-    print("`mma` the mma.sync kernels of part 1. The winner of each row is the tuned table's entry")
-    print("(docs/moe-configs-h200.json), which the dispatch reads.")
+    print("`mixed` a swap-AB GEMM1 with a normal-orientation GEMM2, `mma` the mma.sync kernels of")
+    print("part 1; swap-AB FP8 GEMM1 tiles that read a per-call f16 copy of the tokens (docs/moe.md,")
+    print("\"f16 tokens\") count in their family. `winner`: the family of the tune's fastest pair.")
+    print(f"`table`: the GEMM µs of {sys.argv[2]} with the configuration of the table the dispatch")
+    print("reads (docs/moe-configs-h200.json), `f16` where its GEMM1 reads f16 tokens.")
     if "note" in cross:
         print(f"Rows: {cross['note']}.")
-    print("`f16 tokens`: swap-AB FP8 GEMM1 tiles reading a per-call f16 copy of the tokens")
-    print("(docs/moe.md), not among that tune's candidates; hand-picked and measured A/B")
-    print("(docs/bench/moe-decode-experiments-h200.txt, sections 30-34). Where the table takes one,")
-    print(f"its figure is the GEMM µs of {sys.argv[2]} and it is the winner.")
     print()
-    # The table's f16-token buckets, from the final run (FP8 rows whose GEMM1 reads f16 tokens).
-    f16 = {(r["model"], r["tokens"]): r["gemm_us"] for r in bench["rows"]
-           if r["dtype"] == "fp8" and " f16]" in r["config"]}
+    table = {(r["model"], r["tokens"]): r for r in bench["rows"] if r["dtype"] == "fp8"}
     models = []
     for r in cross["rows"]:
         if r["model"] not in models:
@@ -47,15 +44,17 @@ def main():
     for model in models:
         print(f"## {model}")
         print()
-        print("| T | tokens / expert | swap-AB µs | normal µs | mma µs | f16 tokens µs | winner |")
-        print("|---|---|---|---|---|---|---|")
+        print("| T | tokens / expert | swap-AB µs | normal µs | mixed µs | mma µs | winner | table µs |")
+        print("|---|---|---|---|---|---|---|---|")
         for r in cross["rows"]:
             if r["model"] != model:
                 continue
-            t16 = f16.get((model, r["tokens"]))
+            t = table.get((model, r["tokens"]))
+            final = "-" if t is None else \
+                f"{t['gemm_us']:.1f}{' (f16)' if ' f16]' in t['config'] else ''}"
             print(f"| {r['tokens']} | {r['tokens_per_expert']:.2f} | {us(r, 'swap_ab')} | "
-                  f"{us(r, 'normal')} | {us(r, 'mma')} | {'-' if t16 is None else f'{t16:.1f}'} | "
-                  f"{r['winner'] if t16 is None else 'f16 tokens'} |")
+                  f"{us(r, 'normal')} | {us(r, 'mixed')} | {us(r, 'mma')} | {r['winner']} | "
+                  f"{final} |")
         print()
     print("## The tuned layer against the peer and the floor")
     print()
