@@ -129,6 +129,37 @@ __device__ __forceinline__ U32x4 load_shared_u32x4(unsigned address) {
   return v;
 }
 
+// M matrices of 8 x 8 16-bit elements from their mma fragments (thread l holds row l / 4,
+// elements 2 (l % 4) and 2 (l % 4) + 1 in one register, the first in the low half) to shared
+// memory, transposed: memory row k of matrix m (16 bytes) is the fragment's column k, at the
+// address lane 8m + k gives. The whole warp executes it.
+template <int M>
+__device__ __forceinline__ void stmatrix_trans(unsigned address, const unsigned (&r)[M]) {
+  if constexpr (M == 1) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};" ::"r"(address),
+                 "r"(r[0])
+                 : "memory");
+  } else if constexpr (M == 2) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(address),
+                 "r"(r[0]), "r"(r[1])
+                 : "memory");
+  } else {
+    static_assert(M == 4, "stmatrix stores 1, 2 or 4 matrices");
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                     address),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+  }
+}
+
+// The bytes of {low, high} (low: bytes 0-3, high: 4-7) that the selector's nibbles name, lowest
+// result byte first (prmt).
+__device__ __forceinline__ unsigned byte_perm(unsigned low, unsigned high, unsigned selector) {
+  unsigned r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(low), "r"(high), "r"(selector));
+  return r;
+}
+
 __device__ __forceinline__ void store_shared_u32x4(unsigned address, unsigned x, unsigned y,
                                                    unsigned z, unsigned w) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(address), "r"(x), "r"(y), "r"(z),

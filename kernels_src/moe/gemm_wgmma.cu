@@ -120,6 +120,63 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
   }
 }
 
+// The f16-token GEMM1's outputs (swap-AB, each warpgroup 64 output columns of TOK tokens, FP8),
+// through shared memory: the accumulator layout gives a thread single bytes of 4 token rows (one
+// byte store per output, 64 a thread at TOK = 128), this one 16-byte piece per 16 columns of a
+// token. Each warp's 16 columns of 8 tokens are one 8 x 8 matrix of byte pairs (columns c and
+// c + 8 of a token), stored transposed by stmatrix, so a token's 16 bytes land as c0 c8 c1 c9
+// ... c7 c15 and byte permutes put them in order on the way out. The values and their rounding
+// are moe_wgmma_outputs'. Staging: [TOK][64 bytes] a warpgroup after the stages (the host's
+// moe_gemm_shared_bytes), a row's 16-byte pieces rotated by (token / 2) % 4, so that the 8 rows
+// of a matrix, and the 2 rows 8 lanes read, fall in different banks. Groups of 8 tokens past the
+// block's used rows are skipped; padding rows among them are not stored.
+template <class G>
+__device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
+                                                const float (&acc)[G::k_halves][G::k_acc],
+                                                float scale, float inverse_out,
+                                                unsigned char* out, int n) {
+  static_assert(G::k_t16 && G::k_fp8 && G::k_halves == 2, "f16-token GEMM1 only");
+  const int tid = static_cast<int>(threadIdx.x) & 127, wg = static_cast<int>(threadIdx.x) >> 7;
+  const int warp = tid >> 5, lane = tid & 31;
+  const unsigned staging = b.tiles + G::k_stages_value * G::k_stage_bytes + wg * G::k_tok * 64;
+  auto piece = [](int token, int chunk) { return token * 64 + 16 * (chunk ^ ((token >> 1) & 3)); };
+  constexpr int k_groups = G::k_mma_n / 8;            // groups of 8 tokens
+  constexpr int k_per = k_groups < 4 ? k_groups : 4; // matrices per stmatrix
+#pragma unroll
+  for (int g0 = 0; g0 < k_groups; g0 += k_per) {
+    if (8 * g0 >= b.used_rows)
+      break;
+    unsigned r[k_per];
+#pragma unroll
+    for (int m = 0; m < k_per; ++m) {
+      float v[4]; // (c, t), (c, t + 1), (c + 8, t), (c + 8, t + 1)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * (g0 + m) + e;
+        v[e] = moe_silu(acc[0][i] * scale) * (acc[1][i] * scale) * inverse_out;
+      }
+      r[m] = e4m3x4(v[0], v[2], v[1], v[3]); // token t's pair, then token t + 1's
+    }
+    stmatrix_trans<k_per>(staging + piece(8 * g0 + lane, warp), r); // lane 8m + k: token 8(g0+m)+k
+  }
+  named_barrier(6 + wg, 128);
+#pragma unroll
+  for (int p = tid; p < G::k_tok * 4; p += 128) {
+    const int token = p >> 2, chunk = p & 3;
+    if (token >= b.used_rows || b.slot_of_row[token] < 0)
+      continue;
+    const U32x4 w = load_shared_u32x4(staging + piece(token, chunk));
+    U32x4 o;
+    o.x = byte_perm(w.x, w.y, 0x6420); // columns 0-3 of the piece
+    o.y = byte_perm(w.z, w.w, 0x6420); // 4-7
+    o.z = byte_perm(w.x, w.y, 0x7531); // 8-11
+    o.w = byte_perm(w.z, w.w, 0x7531); // 12-15
+    store_u32x4(out + moe_intermediate_row<G::k_tok>(b.m_block, token) * n + wg * 64 + chunk * 16,
+                o);
+  }
+  named_barrier(6 + wg, 128); // the staging is free for the next tile
+}
+
 // The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
 // (K split across warpgroups and across the cluster) and then epilogue(b, acc) with b.tile set,
 // by the threads that hold the tile's sums. `d` (GEMM2): its tokens are the previous kernel's
@@ -321,23 +378,28 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
       scale = a1_scale[0] * w13_scale[b.expert];
       inverse_out = div_rn(1.0f, a2_scale[0]);
     }
-    moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-      const long long index = moe_intermediate_row<G::k_tok>(b.m_block, token) * N +
-                              tile * G::k_out_cols + column;
-      if constexpr (FP8) {
-        const unsigned packed = e4m3x2(v0 * inverse_out, v1 * inverse_out);
-        if (pair)
-          store_u16(intermediate + index, static_cast<unsigned short>(packed));
-        else
-          store_u8(intermediate + index, packed & 0xFF);
-      } else {
-        const unsigned packed = bf16x2(v0, v1);
-        if (pair)
-          store_u32(intermediate + index * 2, packed);
-        else
-          store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
-      }
-    });
+    if constexpr (G::k_t16) {
+      moe_t16_outputs<G>(b, acc, scale, inverse_out, intermediate + tile * G::k_out_cols, N);
+    } else {
+      moe_wgmma_outputs<G>(
+          b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+            const long long index = moe_intermediate_row<G::k_tok>(b.m_block, token) * N +
+                                    tile * G::k_out_cols + column;
+            if constexpr (FP8) {
+              const unsigned packed = e4m3x2(v0 * inverse_out, v1 * inverse_out);
+              if (pair)
+                store_u16(intermediate + index, static_cast<unsigned short>(packed));
+              else
+                store_u8(intermediate + index, packed & 0xFF);
+            } else {
+              const unsigned packed = bf16x2(v0, v1);
+              if (pair)
+                store_u32(intermediate + index * 2, packed);
+              else
+                store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
+            }
+          });
+    }
     if (handoff) // GEMM2 takes the block once all its tiles are in
       moe_handoff_signal(scratch, b.m_block);
   };

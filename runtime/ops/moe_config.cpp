@@ -236,6 +236,10 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
     if (dtype == MoeDType::fp8 && gemm == 1 && !tile.f16_tokens)
       dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
                               : 2u * static_cast<unsigned>(tile.block_n) * k_row_bytes;
+    // The f16-token GEMM1 stages its e4m3 outputs, 64 columns x block_m a warpgroup
+    // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
+    if (tile.f16_tokens)
+      dynamic += static_cast<unsigned>(tile.warpgroups * block_m) * 64u;
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine

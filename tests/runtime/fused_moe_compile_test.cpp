@@ -485,8 +485,12 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   CHECK(refused(qwen, c).empty());
   CHECK(c.gemm1.describe() == "wgmma-swap n256 g2 s3 f16");
   CHECK(c.gemm1.threads(1) == 2 * 128 + 4 * 32); // four producer warps gather the f16 rows
-  // Stages of 256 weight rows and 128 token rows of 256 bytes, no f16 copy of the B operand.
-  CHECK(moe_gemm_shared_bytes(128, c.gemm1, MoeDType::fp8, 1) == 3 * (256 + 2 * 128) * 128 + 1024);
+  // Stages of 256 weight rows and 128 token rows of 256 bytes, no f16 copy of the B operand, and
+  // the outputs' staging: 128 tokens x 64 columns a warpgroup.
+  CHECK(moe_gemm_shared_bytes(128, c.gemm1, MoeDType::fp8, 1) ==
+        3 * (256 + 2 * 128) * 128 + 1024 + 2 * 128 * 64);
+  CHECK(moe_gemm_shared_bytes(64, f16_tokens_tile(1, 4), MoeDType::fp8, 1) ==
+        4 * (128 + 2 * 64) * 128 + 1024 + 64 * 64);
   MoeTileConfig bad = c;
   bad.gemm1.block_n = 128; // one warpgroup's columns with two warpgroups
   CHECK(refused(qwen, bad).find("f16_tokens needs block_n = 128 x warpgroups = 256") !=
