@@ -66,6 +66,8 @@ def main():
         print(f"This run's H200: {bench['machine']['date'][:16].replace('T', ' ')} UTC, a 1 GiB "
               f"device-to-device copy at {copy * 1e-12:.2f} TB/s read + written (the pool's")
         print("H200s differ: docs/bench/moe-decode-experiments-h200.txt, section 18).")
+    if "note" in bench:
+        print(f"Runs: {bench['note']}.")
     print()
     print("| model | dtype | T | GEMM µs | no PDL | GEMM1 | GEMM2 | layer µs | layer - GEMM | floor % | peer µs | × peer | config |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
