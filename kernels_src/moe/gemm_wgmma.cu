@@ -64,6 +64,7 @@ template <class G, class Store>
 __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
                                                   const float (&acc)[G::k_halves][G::k_acc],
                                                   float scale, Store&& store) {
+  static_assert(!G::k_t16, "the f16-token GEMM1 writes its outputs with moe_t16_outputs");
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   const int warp = (static_cast<int>(threadIdx.x) >> 5) & 3;
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -91,7 +92,7 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
     for (int j = 0; j < G::k_mma_n / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int column = (G::k_t16 ? wg * 64 : 0) + row0 + 8 * (e >> 1);
+        const int column = row0 + 8 * (e >> 1);
         const int token = 8 * j + col0 + (e & 1);
         if (b.slot_of_row[token] < 0)
           continue;
