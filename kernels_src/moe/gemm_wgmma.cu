@@ -60,6 +60,12 @@ __device__ __forceinline__ void moe_wgmma_pair_up(const MoeWgmmaBlock& b,
   }
 }
 
+// A gated GEMM1 output from its sums: silu(gate * scale) * (up * scale). Every GEMM1 epilogue
+// computes it so, which keeps their values and rounding the same.
+__device__ __forceinline__ float moe_gated(float gate, float up, float scale) {
+  return moe_silu(gate * scale) * (up * scale);
+}
+
 template <class G, class Store>
 __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
                                                   const float (&acc)[G::k_halves][G::k_acc],
@@ -84,7 +90,7 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
         const int token = 8 * j + col0 + (e & 1);
         if (b.slot_of_row[token] < 0)
           continue;
-        const float v = moe_silu(value(0, 4 * j + e)) * (up[column * G::k_tok + token] * scale);
+        const float v = moe_gated(acc[0][4 * j + e], up[column * G::k_tok + token], scale);
         store(token, column, v, 0.0f, false);
       }
   } else if constexpr (G::k_swap) {
@@ -96,9 +102,11 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
         const int token = 8 * j + col0 + (e & 1);
         if (b.slot_of_row[token] < 0)
           continue;
-        float v = value(0, 4 * j + e);
+        float v;
         if constexpr (G::k_gated)
-          v = moe_silu(v) * value(1, 4 * j + e);
+          v = moe_gated(acc[0][4 * j + e], acc[1][4 * j + e], scale);
+        else
+          v = value(0, 4 * j + e);
         store(token, column, v, 0.0f, false);
       }
   } else {
@@ -110,10 +118,14 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
         continue;
 #pragma unroll
       for (int j = 0; j < k_groups; ++j) {
-        float v0 = value(0, 4 * j + 2 * half), v1 = value(0, 4 * j + 2 * half + 1);
+        float v0, v1;
         if constexpr (G::k_gated) {
-          v0 = moe_silu(v0) * value(0, 4 * (j + k_groups) + 2 * half);
-          v1 = moe_silu(v1) * value(0, 4 * (j + k_groups) + 2 * half + 1);
+          v0 = moe_gated(acc[0][4 * j + 2 * half], acc[0][4 * (j + k_groups) + 2 * half], scale);
+          v1 = moe_gated(acc[0][4 * j + 2 * half + 1], acc[0][4 * (j + k_groups) + 2 * half + 1],
+                         scale);
+        } else {
+          v0 = value(0, 4 * j + 2 * half);
+          v1 = value(0, 4 * j + 2 * half + 1);
         }
         store(token, 8 * j + col0, v0, v1, true);
       }
@@ -126,11 +138,11 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
 // byte store per output, 64 a thread at TOK = 128), this one 16-byte piece per 16 columns of a
 // token. Each warp's 16 columns of 8 tokens are one 8 x 8 matrix of byte pairs (columns c and
 // c + 8 of a token), stored transposed by stmatrix, so a token's 16 bytes land as c0 c8 c1 c9
-// ... c7 c15 and byte permutes put them in order on the way out. The values and their rounding
-// are moe_wgmma_outputs'. Staging: [TOK][64 bytes] a warpgroup after the stages (the host's
-// moe_gemm_shared_bytes), a row's 16-byte pieces rotated by (token / 2) % 4, so that the 8 rows
-// of a matrix, and the 2 rows 8 lanes read, fall in different banks. Groups of 8 tokens past the
-// block's used rows are skipped; padding rows among them are not stored.
+// ... c7 c15 and byte permutes put them in order on the way out. Values: moe_gated, then e4m3 of
+// value / a2, as the other GEMM1 epilogues. Staging: [TOK][64 bytes] a warpgroup after the
+// stages (the host's moe_gemm_shared_bytes), a row's 16-byte pieces rotated by (token / 2) % 4,
+// so that the 8 rows of a matrix, and the 2 rows 8 lanes read, fall in different banks. Groups
+// of 8 tokens past the block's used rows are skipped; padding rows among them are not stored.
 template <class G>
 __device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
                                                 const float (&acc)[G::k_halves][G::k_acc],
@@ -154,7 +166,7 @@ __device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = 4 * (g0 + m) + e;
-        v[e] = moe_silu(acc[0][i] * scale) * (acc[1][i] * scale) * inverse_out;
+        v[e] = moe_gated(acc[0][i], acc[1][i], scale) * inverse_out;
       }
       r[m] = e4m3x4(v[0], v[2], v[1], v[3]); // token t's pair, then token t + 1's
     }

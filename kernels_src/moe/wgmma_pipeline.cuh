@@ -52,8 +52,10 @@ struct MoeWgmma {
   // 128-byte halves of K), and the wgmmas read them from the stage. The warpgroups split the
   // output columns, 64 each (their gate and up rows), over the same tokens.
   static constexpr bool k_t16 = SWAP == 2;
-  static constexpr int k_a_row_bytes = K * (FP8 && !k_t16 ? 1 : 2); // a gathered token row
-  static constexpr int k_t_tile_bytes = TOK * 128 * (k_t16 ? 2 : 1);
+  // Bytes of the gathered token rows per byte of the weights' K (f16 tokens: 2 per e4m3 value).
+  static constexpr int k_t_bytes_per_k = k_t16 ? 2 : 1;
+  static constexpr int k_a_row_bytes = k_k_bytes * k_t_bytes_per_k; // a gathered token row
+  static constexpr int k_t_tile_bytes = TOK * 128 * k_t_bytes_per_k;
   // Split-K: each CTA of a cluster of SPLITK takes k_k_tiles consecutive 128-byte stages of K.
   static constexpr int k_split_k = SPLITK;
   static constexpr int k_k_tiles = k_k_bytes / 128 / SPLITK;
@@ -272,7 +274,7 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
                   "whole rows per pass, whole passes per tile");
     const int g = producer % k_chunks, r0 = producer / k_chunks;
     const unsigned dst = t_tile + (g >> 3) * G::k_tok * 128 + r0 * 128;
-    const unsigned char* src = a + (G::k_t16 ? 2 : 1) * k_byte + g * 16;
+    const unsigned char* src = a + G::k_t_bytes_per_k * k_byte + g * 16;
 #pragma unroll
     for (int i = 0; i < G::k_tok / k_rows_per_pass; ++i) {
       const int r = r0 + i * k_rows_per_pass;

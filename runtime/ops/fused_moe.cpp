@@ -87,14 +87,20 @@ llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime:
                          k_stream_k_slot_floats / (2 * slot_floats), tiles * (k_bytes / 128)}));
 }
 
-// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu).
-llvm::Error launch_tokens_f16(runtime::Engine& engine, CUdeviceptr hidden, CUdeviceptr out,
-                              int64_t tokens, int64_t h, CUstream stream) {
+// A grid-stride launch of 256-thread CTAs over `items` (moe_tokens_f16, moe_reduce): one item
+// a thread, at most `per_sm` CTAs an SM of the H200 (the kernels loop over the rest).
+runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream stream) {
   runtime::LaunchConfig launch;
-  launch.grid[0] =
-      static_cast<unsigned>(std::min<int64_t>(ceil_div(tokens * h / 16, 256), 132 * 8));
+  launch.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(items, 256), 132 * per_sm));
   launch.block[0] = 256;
   launch.stream = stream;
+  return launch;
+}
+
+// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread.
+llvm::Error launch_tokens_f16(runtime::Engine& engine, CUdeviceptr hidden, CUdeviceptr out,
+                              int64_t tokens, int64_t h, CUstream stream) {
+  const runtime::LaunchConfig launch = grid_stride_launch(tokens * h / 16, 8, stream);
   return launch_variant(engine, k_tokens_f16, {tokens}, launch, hidden, out,
                         static_cast<int>(tokens), static_cast<int>(h));
 }
@@ -282,11 +288,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       return err;
   }
   if (options.stages & moe_stage_reduce) {
-    runtime::LaunchConfig launch;
-    launch.grid[0] =
-        static_cast<unsigned>(std::min<int64_t>(ceil_div(tokens * s.hidden / 8, 256), 132 * 16));
-    launch.block[0] = 256;
-    launch.stream = stream;
+    // 8 values a thread.
+    const runtime::LaunchConfig launch = grid_stride_launch(tokens * s.hidden / 8, 16, stream);
     if (auto err = launch_variant(engine, k_reduce, {s.top_k, tokens}, launch, slot_out,
                                   t.out.data, n_tokens, static_cast<int>(s.hidden)))
       return err;
