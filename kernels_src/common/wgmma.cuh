@@ -131,25 +131,36 @@ __device__ __forceinline__ U32x4 load_shared_u32x4(unsigned address) {
 
 // M matrices of 8 x 8 16-bit elements from their mma fragments (thread l holds row l / 4,
 // elements 2 (l % 4) and 2 (l % 4) + 1 in one register, the first in the low half) to shared
-// memory, transposed: memory row k of matrix m (16 bytes) is the fragment's column k, at the
-// address lane 8m + k gives. The whole warp executes it.
-template <int M>
-__device__ __forceinline__ void stmatrix_trans(unsigned address, const unsigned (&r)[M]) {
-  if constexpr (M == 1) {
+// memory, 16 bytes a memory row at the address lane 8m + k gives for row k of matrix m. Not
+// transposed, memory row k is the fragment's row k; transposed (TRANS), its column k. The whole
+// warp executes it.
+template <int M, bool TRANS = false>
+__device__ __forceinline__ void stmatrix(unsigned address, const unsigned (&r)[M]) {
+  static_assert(M == 1 || M == 2 || M == 4, "stmatrix stores 1, 2 or 4 matrices");
+  if constexpr (M == 1 && TRANS)
     asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};" ::"r"(address),
                  "r"(r[0])
                  : "memory");
-  } else if constexpr (M == 2) {
+  else if constexpr (M == 1)
+    asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};" ::"r"(address), "r"(r[0])
+                 : "memory");
+  else if constexpr (M == 2 && TRANS)
     asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};" ::"r"(address),
                  "r"(r[0]), "r"(r[1])
                  : "memory");
-  } else {
-    static_assert(M == 4, "stmatrix stores 1, 2 or 4 matrices");
+  else if constexpr (M == 2)
+    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};" ::"r"(address),
+                 "r"(r[0]), "r"(r[1])
+                 : "memory");
+  else if constexpr (TRANS)
     asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
                      address),
                  "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
                  : "memory");
-  }
+  else
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(address),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
 }
 
 // The bytes of {low, high} (low: bytes 0-3, high: 4-7) that the selector's nibbles name, lowest

@@ -170,7 +170,7 @@ __device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
       }
       r[m] = e4m3x4(v[0], v[2], v[1], v[3]); // token t's pair, then token t + 1's
     }
-    stmatrix_trans<k_per>(staging + piece(8 * g0 + lane, warp), r); // lane 8m + k: token 8(g0+m)+k
+    stmatrix<k_per, true>(staging + piece(8 * g0 + lane, warp), r); // lane 8m + k: token 8(g0+m)+k
   }
   named_barrier(6 + wg, 128);
 #pragma unroll
@@ -188,6 +188,70 @@ __device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
                 o);
   }
   named_barrier(6 + wg, 128); // the staging is free for the next tile
+}
+
+// GEMM2's outputs in the normal orientation (bf16 of (sum * scale) * router weight, per slot, as
+// moe_wgmma_outputs' values), through shared memory: the accumulator layout gives a thread
+// 4-byte pieces of two rows (32 stores a thread at BW = 128, each warp instruction 8 rows x 16
+// bytes), this one 16-byte pieces (a warp instruction, 4 rows x 128 bytes). A warp's sums of 8
+// rows x 8 columns are one stmatrix 8 x 8 matrix as they are; each warp stages its own 16 rows,
+// 64 columns at a time, so only the warp synchronizes. Staging: [16][128 bytes] a warp after the
+// stages (the host's moe_gemm_shared_bytes), a row's 16-byte pieces rotated by row % 8, so that
+// neither a matrix's 8 rows nor the 8 lanes reading a row share banks. Warps whose rows are all
+// past the block's used rows skip it; padding rows are not stored.
+template <class G>
+__device__ __forceinline__ void moe_normal_outputs2(const MoeWgmmaBlock& b,
+                                                    const float (&acc)[1][G::k_acc], float scale,
+                                                    const float* topk_weights, unsigned short* out,
+                                                    int n) {
+  static_assert(!G::k_swap && !G::k_gated, "normal-orientation GEMM2 only");
+  constexpr int k_chunk = G::k_bw < 64 ? G::k_bw : 64; // columns staged at a time
+  constexpr int k_pieces = k_chunk / 8;                // 16-byte pieces of a staged row
+  constexpr int k_reads = 16 * k_pieces / 32;          // pieces a lane stores per chunk
+  const int tid = static_cast<int>(threadIdx.x) & 127, wg = static_cast<int>(threadIdx.x) >> 7;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int row0 = wg * 64 + 16 * warp; // the warp's first token row
+  if (row0 >= b.used_rows)
+    return;
+  const unsigned staging = b.tiles + G::k_stages_value * G::k_stage_bytes +
+                           (4 * wg + warp) * 16 * k_chunk * 2;
+  auto piece = [](int row, int p) {
+    return row * k_chunk * 2 + 16 * (p ^ (row & (k_pieces - 1)));
+  };
+  float weight[2]; // of this thread's rows lane / 4 and lane / 4 + 8
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int slot = b.slot_of_row[row0 + (lane >> 2) + 8 * h];
+    weight[h] = slot >= 0 ? topk_weights[slot] : 0.0f;
+  }
+  int slot[k_reads]; // of the rows this lane stores
+#pragma unroll
+  for (int q = 0; q < k_reads; ++q)
+    slot[q] = b.slot_of_row[row0 + (32 * q + lane) / k_pieces];
+  const int m = lane >> 3; // the matrix whose row lane % 8 this lane addresses
+#pragma unroll
+  for (int c = 0; c < G::k_bw / k_chunk; ++c) {
+#pragma unroll
+    for (int j = 0; j < k_pieces; j += 2) {
+      unsigned r[4]; // matrix m: rows 8 (m % 2) + 0..7, columns 8 (j + m / 2) + 0..7 of the chunk
+#pragma unroll
+      for (int mm = 0; mm < 4; ++mm) {
+        const int i = 4 * (c * k_pieces + j + (mm >> 1)) + 2 * (mm & 1);
+        r[mm] = bf16x2(mul_rn(acc[0][i] * scale, weight[mm & 1]),
+                       mul_rn(acc[0][i + 1] * scale, weight[mm & 1]));
+      }
+      stmatrix<4>(staging + piece(8 * (m & 1) + (lane & 7), j + (m >> 1)), r);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int q = 0; q < k_reads; ++q) {
+      const int row = (32 * q + lane) / k_pieces, p = (32 * q + lane) % k_pieces;
+      const U32x4 v = load_shared_u32x4(staging + piece(row, p));
+      if (slot[q] >= 0)
+        store_u32x4(out + static_cast<long long>(slot[q]) * n + c * k_chunk + p * 8, v);
+    }
+    __syncwarp(); // the staging is free for the next chunk
+  }
 }
 
 // The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
@@ -435,17 +499,22 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     float scale = 1.0f;
     if constexpr (FP8)
       scale = a2_scale[0] * w2_scale[b.expert];
-    moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
-      const int slot = b.slot_of_row[token];
-      const float weight = topk_weights[slot];
-      const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
-      unsigned short* out =
-          slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
-      if (pair)
-        store_u32(out, packed);
-      else
-        store_u16(out, static_cast<unsigned short>(packed));
-    });
+    if constexpr (!G::k_swap) {
+      moe_normal_outputs2<G>(b, acc, scale, topk_weights, slot_out + tile * G::k_out_cols, N);
+    } else {
+      moe_wgmma_outputs<G>(
+          b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+            const int slot = b.slot_of_row[token];
+            const float weight = topk_weights[slot];
+            const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
+            unsigned short* out =
+                slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
+            if (pair)
+              store_u32(out, packed);
+            else
+              store_u16(out, static_cast<unsigned short>(packed));
+          });
+    }
   };
   MoeDependence d;
   d.depends = true;

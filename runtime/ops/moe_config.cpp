@@ -240,6 +240,11 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
     // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
     if (tile.f16_tokens)
       dynamic += static_cast<unsigned>(tile.warpgroups * block_m) * 64u;
+    // GEMM2 in the normal orientation stages its bf16 outputs, 16 rows x 64 columns a warp
+    // (moe_normal_outputs2).
+    if (gemm == 2 && !tile.swap_ab)
+      dynamic += static_cast<unsigned>(tile.warpgroups) * 4u * 16u *
+                 static_cast<unsigned>(std::min(tile.block_n, 64)) * 2u;
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine

@@ -263,7 +263,9 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 2);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) ==
         (128u + 128) * 128 * 4 + 2 * 128 * 128 + 1024);
-  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) == (128u + 128) * 128 * 4 + 1024);
+  // GEMM2 in the normal orientation also stages its outputs: 16 rows x 64 bf16 a warp.
+  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) ==
+        (128u + 128) * 128 * 4 + 2 * 4 * 16 * 64 * 2 + 1024);
   // FP8 GEMM1 256 columns wide in two warpgroups: 3 stages fit (209 KiB), 4 do not.
   MoeTileConfig wide{128, GemmTile::wgmma_tile(256, 3, false, 2), normal};
   CHECK(moe_gemm_shared_bytes(128, wide.gemm1, MoeDType::fp8, 1) ==
