@@ -34,7 +34,9 @@ namespace specjit_kernels {
 // columns). Gated: v = silu(gate * scale) * (up * scale) is computed here, only for those rows
 // (a padding row's sums may be anything, and running them through SiLU cost time:
 // docs/bench/ncu-moe-f16-tokens-h200.txt). Normal orientation hands out adjacent column pairs
-// (pair = true, v1 at column + 1); swap-AB single values (pair = false).
+// (pair = true, v1 at column + 1; only FP8 GEMM1 writes so: the other normal-orientation
+// epilogues go through moe_normal_staged, for which FP8 GEMM1's f16 weight copy leaves no room in
+// DeepSeek's tile of 256 weight rows); swap-AB single values (pair = false).
 // Packed swap-AB GEMM1 (32 gate rows over 32 up rows): warps 2-3 hold the up values of the
 // columns warps 0-1 hold the gate values of; they hand them over through the idle stage memory
 // (past the K-split partial sums). Afterwards only warps 0-1 have outputs.
@@ -71,6 +73,7 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
                                                   const float (&acc)[G::k_halves][G::k_acc],
                                                   float scale, Store&& store) {
   static_assert(!G::k_t16, "the f16-token GEMM1 writes its outputs with moe_t16_outputs");
+  static_assert(G::k_swap || (G::k_gated && G::k_fp8), "normal orientation: FP8 GEMM1 only");
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   const int warp = (static_cast<int>(threadIdx.x) >> 5) & 3;
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -190,65 +193,54 @@ __device__ __forceinline__ void moe_t16_outputs(const MoeWgmmaBlock& b,
   named_barrier(6 + wg, 128); // the staging is free for the next tile
 }
 
-// GEMM2's outputs in the normal orientation (bf16 of (sum * scale) * router weight, per slot, as
-// moe_wgmma_outputs' values), through shared memory: the accumulator layout gives a thread
-// 4-byte pieces of two rows (32 stores a thread at BW = 128, each warp instruction 8 rows x 16
-// bytes), this one 16-byte pieces (a warp instruction, 4 rows x 128 bytes). A warp's sums of 8
-// rows x 8 columns are one stmatrix 8 x 8 matrix as they are; each warp stages its own 16 rows,
-// 64 columns at a time, so only the warp synchronizes. Staging: [16][128 bytes] a warp after the
-// stages (the host's moe_gemm_shared_bytes), a row's 16-byte pieces rotated by row % 8, so that
-// neither a matrix's 8 rows nor the 8 lanes reading a row share banks. Warps whose rows are all
-// past the block's used rows skip it; padding rows are not stored.
-template <class G>
-__device__ __forceinline__ void moe_normal_outputs2(const MoeWgmmaBlock& b,
-                                                    const float (&acc)[1][G::k_acc], float scale,
-                                                    const float* topk_weights, unsigned short* out,
-                                                    int n) {
-  static_assert(!G::k_swap && !G::k_gated, "normal-orientation GEMM2 only");
-  constexpr int k_chunk = G::k_bw < 64 ? G::k_bw : 64; // columns staged at a time
-  constexpr int k_pieces = k_chunk / 8;                // 16-byte pieces of a staged row
-  constexpr int k_reads = 16 * k_pieces / 32;          // pieces a lane stores per chunk
+// The normal orientation's outputs, both GEMMs, through shared memory: the accumulator layout gives
+// a thread 2- or 4-byte pieces of two rows (GEMM2 at 128 columns: 32 stores a thread, each warp
+// instruction 8 rows x 16 bytes), this one 16-byte pieces (a warp instruction, 4 rows x 128
+// bytes). A warp's outputs of 8 rows x 16 bytes are one 8 x 8 matrix of 16-bit elements for
+// stmatrix, not transposed; each warp stages its own 16 rows, 128 bytes of each at a time, so only
+// the warp synchronizes. Staging: [16][128 bytes] a warp after the stages (the host's
+// moe_gemm_shared_bytes), a row's pieces rotated by row % 8, so that neither a matrix's 8 rows nor
+// the 8 lanes reading a row share banks. ROW_BYTES: the bytes of a tile's output row.
+// reg(p, h): this thread's 32-bit element of 16-byte piece p of its row lane / 4 + 8h (of the
+// warp's 16; moe_normal_row); store(token, p, v): piece p of the block's token row `token`, to be
+// stored unless the row is padding. Warps whose rows are all past the block's used rows skip it.
+__device__ __forceinline__ int moe_normal_row() {
+  const int tid = static_cast<int>(threadIdx.x);
+  return (tid >> 7) * 64 + 16 * ((tid >> 5) & 3) + ((tid & 31) >> 2);
+}
+
+template <class G, int ROW_BYTES, class Reg, class Store>
+__device__ __forceinline__ void moe_normal_staged(const MoeWgmmaBlock& b, Reg&& reg,
+                                                  Store&& store) {
+  static_assert(!G::k_swap, "normal orientation only");
+  constexpr int k_chunk = ROW_BYTES < 128 ? ROW_BYTES : 128; // bytes of a row staged at a time
+  constexpr int k_pieces = k_chunk / 16;
+  constexpr int k_reads = 16 * k_pieces / 32; // pieces a lane stores per chunk
+  static_assert(ROW_BYTES % k_chunk == 0 && k_pieces % 2 == 0, "whole pairs of 16-byte pieces");
   const int tid = static_cast<int>(threadIdx.x) & 127, wg = static_cast<int>(threadIdx.x) >> 7;
   const int warp = tid >> 5, lane = tid & 31;
   const int row0 = wg * 64 + 16 * warp; // the warp's first token row
   if (row0 >= b.used_rows)
     return;
-  const unsigned staging = b.tiles + G::k_stages_value * G::k_stage_bytes +
-                           (4 * wg + warp) * 16 * k_chunk * 2;
-  auto piece = [](int row, int p) {
-    return row * k_chunk * 2 + 16 * (p ^ (row & (k_pieces - 1)));
-  };
-  float weight[2]; // of this thread's rows lane / 4 and lane / 4 + 8
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int slot = b.slot_of_row[row0 + (lane >> 2) + 8 * h];
-    weight[h] = slot >= 0 ? topk_weights[slot] : 0.0f;
-  }
-  int slot[k_reads]; // of the rows this lane stores
-#pragma unroll
-  for (int q = 0; q < k_reads; ++q)
-    slot[q] = b.slot_of_row[row0 + (32 * q + lane) / k_pieces];
+  const unsigned staging =
+      b.tiles + G::k_stages_value * G::k_stage_bytes + (4 * wg + warp) * 16 * k_chunk;
+  auto piece = [](int row, int p) { return row * k_chunk + 16 * (p ^ (row & (k_pieces - 1))); };
   const int m = lane >> 3; // the matrix whose row lane % 8 this lane addresses
 #pragma unroll
-  for (int c = 0; c < G::k_bw / k_chunk; ++c) {
+  for (int c = 0; c < ROW_BYTES / k_chunk; ++c) {
 #pragma unroll
     for (int j = 0; j < k_pieces; j += 2) {
-      unsigned r[4]; // matrix m: rows 8 (m % 2) + 0..7, columns 8 (j + m / 2) + 0..7 of the chunk
+      unsigned r[4]; // matrix mm: rows 8 (mm % 2) + 0..7, piece j + mm / 2 of the chunk
 #pragma unroll
-      for (int mm = 0; mm < 4; ++mm) {
-        const int i = 4 * (c * k_pieces + j + (mm >> 1)) + 2 * (mm & 1);
-        r[mm] = bf16x2(mul_rn(acc[0][i] * scale, weight[mm & 1]),
-                       mul_rn(acc[0][i + 1] * scale, weight[mm & 1]));
-      }
+      for (int mm = 0; mm < 4; ++mm)
+        r[mm] = reg(c * k_pieces + j + (mm >> 1), mm & 1);
       stmatrix<4>(staging + piece(8 * (m & 1) + (lane & 7), j + (m >> 1)), r);
     }
     __syncwarp();
 #pragma unroll
     for (int q = 0; q < k_reads; ++q) {
       const int row = (32 * q + lane) / k_pieces, p = (32 * q + lane) % k_pieces;
-      const U32x4 v = load_shared_u32x4(staging + piece(row, p));
-      if (slot[q] >= 0)
-        store_u32x4(out + static_cast<long long>(slot[q]) * n + c * k_chunk + p * 8, v);
+      store(row0 + row, c * k_pieces + p, load_shared_u32x4(staging + piece(row, p)));
     }
     __syncwarp(); // the staging is free for the next chunk
   }
@@ -457,6 +449,24 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
     }
     if constexpr (G::k_t16) {
       moe_t16_outputs<G>(b, acc, scale, inverse_out, intermediate + tile * G::k_out_cols, N);
+    } else if constexpr (!G::k_swap && !FP8) {
+      // Group j (8 columns) of half h (row lane / 4 + 8h): gate sums 4j + 2h + e, up sums k_up
+      // groups on.
+      constexpr int k_up = G::k_mma_n / 16;
+      moe_normal_staged<G, G::k_out_cols * 2>(
+          b,
+          [&](int j, int h) -> unsigned {
+            const int i = 4 * j + 2 * h;
+            return bf16x2(moe_gated(acc[0][i], acc[0][i + 4 * k_up], scale),
+                          moe_gated(acc[0][i + 1], acc[0][i + 1 + 4 * k_up], scale));
+          },
+          [&](int token, int p, U32x4 v) {
+            if (b.slot_of_row[token] >= 0)
+              store_u32x4(intermediate + (moe_intermediate_row<G::k_tok>(b.m_block, token) * N +
+                                          tile * G::k_out_cols + 8 * p) *
+                                             2,
+                          v);
+          });
     } else {
       moe_wgmma_outputs<G>(
           b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
@@ -469,11 +479,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
               else
                 store_u8(intermediate + index, packed & 0xFF);
             } else {
-              const unsigned packed = bf16x2(v0, v1);
-              if (pair)
-                store_u32(intermediate + index * 2, packed);
-              else
-                store_u16(intermediate + index * 2, static_cast<unsigned short>(packed));
+              store_u16(intermediate + index * 2, static_cast<unsigned short>(bf16x2(v0, v1)));
             }
           });
     }
@@ -500,20 +506,33 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     if constexpr (FP8)
       scale = a2_scale[0] * w2_scale[b.expert];
     if constexpr (!G::k_swap) {
-      moe_normal_outputs2<G>(b, acc, scale, topk_weights, slot_out + tile * G::k_out_cols, N);
-    } else {
-      moe_wgmma_outputs<G>(
-          b, acc, scale, [&](int token, int column, float v0, float v1, bool pair) {
+      const int row = moe_normal_row();
+      float weight[2]; // of this thread's rows row and row + 8
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int slot = b.slot_of_row[row + 8 * h];
+        weight[h] = slot >= 0 ? topk_weights[slot] : 0.0f;
+      }
+      moe_normal_staged<G, G::k_out_cols * 2>(
+          b,
+          [&](int p, int h) -> unsigned {
+            const int i = 4 * p + 2 * h;
+            return bf16x2(mul_rn(acc[0][i] * scale, weight[h]),
+                          mul_rn(acc[0][i + 1] * scale, weight[h]));
+          },
+          [&](int token, int p, U32x4 v) {
             const int slot = b.slot_of_row[token];
-            const float weight = topk_weights[slot];
-            const unsigned packed = bf16x2(mul_rn(v0, weight), mul_rn(v1, weight));
-            unsigned short* out =
-                slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column;
-            if (pair)
-              store_u32(out, packed);
-            else
-              store_u16(out, static_cast<unsigned short>(packed));
+            if (slot >= 0)
+              store_u32x4(slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + 8 * p,
+                          v);
           });
+    } else {
+      moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v, float, bool) {
+        const int slot = b.slot_of_row[token];
+        const unsigned packed = bf16x2(mul_rn(v, topk_weights[slot]), 0.0f);
+        store_u16(slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column,
+                  static_cast<unsigned short>(packed));
+      });
     }
   };
   MoeDependence d;

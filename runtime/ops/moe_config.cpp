@@ -240,11 +240,13 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
     // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
     if (tile.f16_tokens)
       dynamic += static_cast<unsigned>(tile.warpgroups * block_m) * 64u;
-    // GEMM2 in the normal orientation stages its bf16 outputs, 16 rows x 64 columns a warp
-    // (moe_normal_outputs2).
-    if (gemm == 2 && !tile.swap_ab)
-      dynamic += static_cast<unsigned>(tile.warpgroups) * 4u * 16u *
-                 static_cast<unsigned>(std::min(tile.block_n, 64)) * 2u;
+    // The normal orientation stages its bf16 outputs, 16 rows x up to 128 bytes a warp
+    // (moe_normal_staged): GEMM1's block_n / 2 columns, GEMM2's block_n. FP8 GEMM1 stores its
+    // e4m3 pairs directly (its f16 weight copy leaves no room).
+    if (!tile.swap_ab && (gemm == 2 || dtype == MoeDType::bf16)) {
+      const int row_bytes = 2 * (gemm == 1 ? tile.block_n / 2 : tile.block_n);
+      dynamic += static_cast<unsigned>(tile.warpgroups * 4 * 16 * std::min(row_bytes, 128));
+    }
   }
   // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
   // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine

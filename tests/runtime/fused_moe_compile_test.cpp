@@ -261,11 +261,14 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
         (8u + 64) * 128 * 8 + 4 * 8 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(8, small.gemm2, MoeDType::fp8, 2) == (8u + 64) * 128 * 8 + 1024);
   const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 2);
+  // The normal orientation also stages its bf16 outputs, 16 rows x up to 128 bytes a warp: GEMM1's
+  // 64 columns here, GEMM2's 128 columns 128 bytes at a time (FP8 GEMM1 does not stage).
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 1) ==
         (128u + 128) * 128 * 4 + 2 * 128 * 128 + 1024);
-  // GEMM2 in the normal orientation also stages its outputs: 16 rows x 64 bf16 a warp.
+  CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::bf16, 1) ==
+        (128u + 128) * 128 * 4 + 2 * 4 * 16 * 128 + 1024);
   CHECK(moe_gemm_shared_bytes(128, normal, MoeDType::fp8, 2) ==
-        (128u + 128) * 128 * 4 + 2 * 4 * 16 * 64 * 2 + 1024);
+        (128u + 128) * 128 * 4 + 2 * 4 * 16 * 128 + 1024);
   // FP8 GEMM1 256 columns wide in two warpgroups: 3 stages fit (209 KiB), 4 do not.
   MoeTileConfig wide{128, GemmTile::wgmma_tile(256, 3, false, 2), normal};
   CHECK(moe_gemm_shared_bytes(128, wide.gemm1, MoeDType::fp8, 1) ==
@@ -374,6 +377,15 @@ TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without 
         MoeTileConfig{128, GemmTile::wgmma_tile(256, 3, false, 2, 1, 2),
                       GemmTile::wgmma_tile(128, 4, false, 2)}})
     CHECK(check_wgmma_variants_compile(engine, qwen, config) == 2);
+  // bf16, normal orientation (both GEMMs stage their outputs through shared memory): the default
+  // rule's tiles from 64 tokens an expert on.
+  MoeShape qwen_bf16 = qwen;
+  qwen_bf16.dtype = MoeDType::bf16;
+  for (const MoeTileConfig& config : {MoeTileConfig{64, GemmTile::wgmma_tile(256, 4, false, 1),
+                                                    GemmTile::wgmma_tile(256, 4, false, 1)},
+                                      MoeTileConfig{128, GemmTile::wgmma_tile(256, 4, false, 2),
+                                                    GemmTile::wgmma_tile(256, 4, false, 2)}})
+    CHECK(check_wgmma_variants_compile(engine, qwen_bf16, config) == 2);
 }
 
 namespace {
