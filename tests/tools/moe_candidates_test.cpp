@@ -143,3 +143,17 @@ TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagn
   REQUIRE_FALSE(static_cast<bool>(none));
   CHECK(llvm::toString(none.takeError()).find("no GEMM3 kernel") != std::string::npos);
 }
+
+TEST_CASE("the tuner's engine does not report its own candidates as a recompile storm") {
+  Config config; // defaults: the storm threshold is 8 distinct values
+  REQUIRE(config.storm_threshold.value == 8);
+  bench::configure_for_tuning(config);
+  CHECK(config.storm_threshold.value == bench::k_tune_storm_threshold);
+  CHECK(config.storm_threshold.source == SettingSource::api);
+  // A threshold the user set (SPECJIT_STORM_THRESHOLD) stays.
+  Config set_by_user;
+  set_by_user.storm_threshold.set(3, SettingSource::environment);
+  bench::configure_for_tuning(set_by_user);
+  CHECK(set_by_user.storm_threshold.value == 3);
+  CHECK(set_by_user.storm_threshold.source == SettingSource::environment);
+}

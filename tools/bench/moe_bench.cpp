@@ -523,6 +523,8 @@ int run_moe_bench(int argc, char** argv) {
       !parse_count(flags, "--tune-routings", 1, 100, tune_routings))
     return 2;
   auto config = must(Config::from_environment(), "config");
+  if (flags.has("--tune"))
+    configure_for_tuning(config);
   runtime::Engine engine(config);
   must(engine.make_context_current(), "device");
   const runtime::Driver& drv = must(runtime::driver(), "driver");

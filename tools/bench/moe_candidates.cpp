@@ -203,6 +203,11 @@ llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const MoeS
                     gemm, config.describe());
 }
 
+void configure_for_tuning(Config& config) {
+  if (config.storm_threshold.source == SettingSource::default_value)
+    config.storm_threshold.set(k_tune_storm_threshold, SettingSource::api);
+}
+
 const char* moe_tile_family(const GemmTile& t) {
   if (t.kernel != MoeGemmKernel::wgmma)
     return "mma";

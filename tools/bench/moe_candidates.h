@@ -50,6 +50,14 @@ llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const ops:
                                              const ops::MoeTileConfig& config, int gemm,
                                              int64_t tokens);
 
+// The tuner's engine settings: it compiles many values of each GEMM's template parameters on
+// purpose (every candidate's tiles, stages, ...), which the engine's recompile-storm warning
+// (more than SPECJIT_STORM_THRESHOLD distinct values of a parameter under policy exact, default
+// 8) would report as a storm. Unless the user set the threshold, raise it to
+// k_tune_storm_threshold for the tune.
+inline constexpr int64_t k_tune_storm_threshold = 4096;
+void configure_for_tuning(Config& config);
+
 // "swap_ab", "normal" or "mma".
 const char* moe_tile_family(const ops::GemmTile& t);
 // "swap_ab", "normal", "mixed" (one GEMM of each) or "mma" (any mma.sync GEMM).
