@@ -119,7 +119,7 @@ llvm::Expected<PolicyResult> replay(const std::string& policy_name, const std::s
     auto start = Clock::now();
     if (buffers) {
       if (auto err = run_op(engine, *buffers, tokens, options))
-        return std::move(err);
+        return err;
       drv->cuCtxSynchronize(); // a request completes before the next arrives
     } else if (auto variant = ops::prepare_inv_rope_fp8_quant(engine, tokens, options); !variant) {
       return variant.takeError();
