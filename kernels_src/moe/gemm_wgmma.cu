@@ -112,8 +112,8 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
           v = value(0, 4 * j + e);
         store(token, column, v, 0.0f, false);
       }
-  } else {
-    constexpr int k_groups = G::k_gated ? G::k_mma_n / 16 : G::k_mma_n / 8;
+  } else { // FP8 GEMM1: gate sums in groups 0 .. k_groups - 1, up sums after them
+    constexpr int k_groups = G::k_mma_n / 16;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int token = wg * 64 + row0 + 8 * half;
@@ -121,16 +121,9 @@ __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
         continue;
 #pragma unroll
       for (int j = 0; j < k_groups; ++j) {
-        float v0, v1;
-        if constexpr (G::k_gated) {
-          v0 = moe_gated(acc[0][4 * j + 2 * half], acc[0][4 * (j + k_groups) + 2 * half], scale);
-          v1 = moe_gated(acc[0][4 * j + 2 * half + 1], acc[0][4 * (j + k_groups) + 2 * half + 1],
-                         scale);
-        } else {
-          v0 = value(0, 4 * j + 2 * half);
-          v1 = value(0, 4 * j + 2 * half + 1);
-        }
-        store(token, 8 * j + col0, v0, v1, true);
+        const int i = 4 * j + 2 * half;
+        store(token, 8 * j + col0, moe_gated(acc[0][i], acc[0][i + 4 * k_groups], scale),
+              moe_gated(acc[0][i + 1], acc[0][i + 1 + 4 * k_groups], scale), true);
       }
     }
   }
