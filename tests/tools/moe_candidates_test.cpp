@@ -77,6 +77,20 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
     }
 }
 
+TEST_CASE("Mixtral at T = 256: f16-token tiles in blocks of twice the average") {
+  // 64 tokens an expert on average: blocks of 128 hold the experts routed more than average
+  // (the table's pick), beside the normal orientation's GEMM2 in the same blocks.
+  const MoeShape mixtral = k_shapes[1];
+  const std::vector<bench::MoeCandidateBlock> blocks = bench::moe_candidates(mixtral, 256, k_sm90a);
+  auto at = std::find_if(blocks.begin(), blocks.end(),
+                         [](const bench::MoeCandidateBlock& b) { return b.block_m == 128; });
+  REQUIRE(at != blocks.end());
+  GemmTile f16 = GemmTile::wgmma_tile(256, 3, true, 2);
+  f16.f16_tokens = true;
+  CHECK(has(at->gemm1, f16));
+  CHECK(has(at->gemm2, GemmTile::wgmma_tile(128, 4, false, 2)));
+}
+
 TEST_CASE("the crossover families of tiles and configurations") {
   const GemmTile swap = GemmTile::wgmma_tile(128, 6, true, 1);
   const GemmTile normal = GemmTile::wgmma_tile(128, 4, false, 1);

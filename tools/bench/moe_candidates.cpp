@@ -130,11 +130,12 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
       for (const GemmTile& t : normal_tiles(gemm, wg))
         add(64 * wg, gemm, t);
   // FP8 GEMM1 on the f16 copy of the tokens, two warpgroups (64 output columns each), from 16
-  // tokens an expert: blocks that hold all of an expert's tokens or half of them, as deep a
+  // tokens an expert: blocks that hold all of an expert's tokens, half of them, or (at most 128)
+  // twice the average, which holds the experts routed more than average in one block; as deep a
   // pipeline as fits, one or several tiles per CTA (the rules refuse counts that do not divide).
   if (s.dtype == MoeDType::fp8 && per_expert >= 16)
-    for (int m : {bm, bm / 2})
-      if (m >= 16)
+    for (int m : {bm, bm / 2, bm * 2})
+      if (m >= 16 && m <= 128)
         for (int stages : {3, 4, 5, 6})
           for (int tiles : {1, 2, 3, 4, 6, 7}) {
             GemmTile t = wgmma_tile(256, stages, true, 2, 1, tiles);
