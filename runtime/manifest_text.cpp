@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <regex>
-
 namespace specjit::runtime {
 
 namespace {
@@ -150,12 +148,14 @@ llvm::Error check_depth(llvm::StringRef text, llvm::StringRef file_name) {
 
 // llvm::json::ParseError prints "[LINE:COLUMN, byte=N]: MESSAGE"; its fields are private.
 llvm::Error syntax_error(llvm::Error cause, llvm::StringRef file_name) {
-  std::string text = llvm::toString(std::move(cause));
-  static const std::regex k_position(R"(^\[(\d+):(\d+), byte=\d+\]: (.*)$)");
-  std::smatch match;
-  if (std::regex_match(text, match, k_position))
-    return make_error(Errc::invalid_argument, "{}:{}:{}: invalid JSON: {}", file_name.str(),
-                      match[1].str(), match[2].str(), match[3].str());
+  const std::string text = llvm::toString(std::move(cause));
+  llvm::StringRef rest(text);
+  unsigned line = 0, column = 0, byte = 0; // consumeInteger returns true when it fails
+  if (rest.consume_front("[") && !rest.consumeInteger(10, line) && rest.consume_front(":") &&
+      !rest.consumeInteger(10, column) && rest.consume_front(", byte=") &&
+      !rest.consumeInteger(10, byte) && rest.consume_front("]: "))
+    return make_error(Errc::invalid_argument, "{}:{}:{}: invalid JSON: {}", file_name.str(), line,
+                      column, rest.str());
   return make_error(Errc::invalid_argument, "{}: invalid JSON: {}", file_name.str(), text);
 }
 
