@@ -81,7 +81,7 @@ void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
   static_assert(sizeof(desc) == sizeof(map), "a CUtensorMap");
   std::memcpy(&desc, &map, sizeof(map));
   auto kernel = ingress<STAGES, BOXES>;
-  const int smem = STAGES * BOXES * 128 * 128 + 1024;
+  static_assert(STAGES * BOXES * 128 * 128 + 1024 <= 200 * 1024, "the stages fit");
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
   long long* cycles;
   cudaMalloc(&cycles, sms * sizeof(long long));
@@ -106,7 +106,6 @@ void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
               "%5.2f TB/s  (%s)\n",
               source, STAGES, BOXES, BOXES * 16, STAGES * BOXES * 16, per_cta / mean,
               per_cta * sms / (ms * 1e-3) / 1e12, cudaGetErrorString(cudaGetLastError()));
-  (void)smem;
   cudaFree(cycles);
 }
 
