@@ -13,13 +13,9 @@
 // loop). Not part of the build (it needs nvcc, the driver API and a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o gemm2_loop tools/probes/gemm2_loop.cu -L/usr/local/cuda/lib64/stubs -lcuda
-#include "common/wgmma.cuh"
-
-#include <cuda.h>
+#include "probe_common.cuh"
 
 #include <cstdio>
-#include <cstring>
-#include <vector>
 
 using namespace specjit_kernels;
 
@@ -110,21 +106,6 @@ __global__ void __launch_bounds__(288, 1)
     sink[blockIdx.x] = sum;
 }
 
-bool encode(TmaDesc& desc, CUdeviceptr base, size_t rows) {
-  CUtensorMap map;
-  const cuuint64_t dims[3] = {k_k_bytes, rows, 1};
-  const cuuint64_t strides[2] = {k_k_bytes, k_k_bytes * rows};
-  const cuuint32_t box[3] = {128, 128, 1}, element_strides[3] = {1, 1, 1};
-  if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, reinterpret_cast<void*>(base),
-                             dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return false;
-  static_assert(sizeof(TmaDesc) == sizeof(CUtensorMap), "a CUtensorMap");
-  std::memcpy(&desc, &map, sizeof(map));
-  return true;
-}
-
 template <Mode MODE>
 void run(const char* source, const TmaDesc& tokens, const TmaDesc& weights, int weight_tiles,
          int sms) {
@@ -137,20 +118,9 @@ void run(const char* source, const TmaDesc& tokens, const TmaDesc& weights, int 
   cudaMalloc(&sink, sms * sizeof(float));
   const int steps = 8 * k_k_stages; // 8 tiles a CTA
   kernel<<<sms, 288, smem>>>(tokens, weights, weight_tiles, k_k_stages, cycles, sink); // warm up
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  kernel<<<sms, 288, smem>>>(tokens, weights, weight_tiles, steps, cycles, sink);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  std::vector<long long> host(sms);
-  cudaMemcpy(host.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost);
-  double mean = 0;
-  for (long long c : host)
-    mean += static_cast<double>(c) / sms;
+  const float ms = probes::time_ms(
+      [&] { kernel<<<sms, 288, smem>>>(tokens, weights, weight_tiles, steps, cycles, sink); });
+  const double mean = probes::mean_cycles(cycles, sms);
   const double macs = static_cast<double>(steps) * 128 * 128 * 128; // a stage: 128 x 128 x 128
   std::printf("weights from %-4s %-8s %6.0f MACs/cycle/SM (%3.0f %%), %6.1f us, %5.2f TB/s "
               "loaded  (%s)\n",
@@ -177,8 +147,9 @@ int main() {
   cudaMemset(reinterpret_cast<void*>(token_buffer), 0x38, 128 * k_k_bytes);
   cudaMemset(reinterpret_cast<void*>(weight_buffer), 0x38, hbm_rows * k_k_bytes);
   TmaDesc tokens, hbm, l2;
-  if (!encode(tokens, token_buffer, 128) || !encode(hbm, weight_buffer, hbm_rows) ||
-      !encode(l2, weight_buffer, l2_rows)) {
+  if (!probes::encode_box_map(tokens, token_buffer, k_k_bytes, 128) ||
+      !probes::encode_box_map(hbm, weight_buffer, k_k_bytes, hbm_rows) ||
+      !probes::encode_box_map(l2, weight_buffer, k_k_bytes, l2_rows)) {
     std::printf("cuTensorMapEncodeTiled failed\n");
     return 1;
   }

@@ -7,13 +7,9 @@
 // nvcc, the driver API and a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o tma_ingress tools/probes/tma_ingress.cu -L/usr/local/cuda/lib64/stubs -lcuda
-#include "common/wgmma.cuh"
-
-#include <cuda.h>
+#include "probe_common.cuh"
 
 #include <cstdio>
-#include <cstring>
-#include <vector>
 
 using namespace specjit_kernels;
 
@@ -65,21 +61,12 @@ __global__ void __launch_bounds__(64, 1)
 
 template <int STAGES, int BOXES>
 void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
-  CUtensorMap map;
   const int rows = static_cast<int>(bytes / k_row_bytes);
-  const cuuint64_t dims[3] = {k_row_bytes, static_cast<cuuint64_t>(rows), 1};
-  const cuuint64_t strides[2] = {k_row_bytes, static_cast<cuuint64_t>(bytes)};
-  const cuuint32_t box[3] = {128, 128, 1}, element_strides[3] = {1, 1, 1};
-  if (cuTensorMapEncodeTiled(
-          &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, reinterpret_cast<void*>(buffer), dims, strides,
-          box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+  TmaDesc desc;
+  if (!probes::encode_box_map(desc, buffer, k_row_bytes, rows)) {
     std::printf("cuTensorMapEncodeTiled failed\n");
     return;
   }
-  TmaDesc desc;
-  static_assert(sizeof(desc) == sizeof(map), "a CUtensorMap");
-  std::memcpy(&desc, &map, sizeof(map));
   auto kernel = ingress<STAGES, BOXES>;
   static_assert(STAGES * BOXES * 128 * 128 + 1024 <= 200 * 1024, "the stages fit");
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024);
@@ -87,20 +74,9 @@ void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
   cudaMalloc(&cycles, sms * sizeof(long long));
   const int stages = 4096;
   kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, 64); // warm up (and one CTA an SM)
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, stages);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  std::vector<long long> host(sms);
-  cudaMemcpy(host.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost);
-  double mean = 0;
-  for (long long c : host)
-    mean += static_cast<double>(c) / sms;
+  const float ms =
+      probes::time_ms([&] { kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, stages); });
+  const double mean = probes::mean_cycles(cycles, sms);
   const double per_cta = static_cast<double>(stages) * BOXES * 128 * 128;
   std::printf("%-4s stages=%d boxes=%d (%3d KB a stage, %3d KB in flight): %5.1f bytes/cycle/SM, "
               "%5.2f TB/s  (%s)\n",

@@ -11,10 +11,9 @@
 // a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o wgmma_rate tools/probes/wgmma_rate.cu
-#include "common/wgmma.cuh"
+#include "probe_common.cuh"
 
 #include <cstdio>
-#include <vector>
 
 using namespace specjit_kernels;
 
@@ -96,12 +95,8 @@ template <WgmmaType T, int N, int WGS, Mode MODE> void run(int sms) {
   cudaMalloc(&sink, sms * sizeof(float));
   kernel<<<sms, 128 * WGS, smem>>>(cycles, sink, 100); // warm up
   kernel<<<sms, 128 * WGS, smem>>>(cycles, sink, k_stages);
-  std::vector<long long> host(sms);
-  cudaMemcpy(host.data(), cycles, sms * sizeof(long long), cudaMemcpyDeviceToHost);
+  const double mean = probes::mean_cycles(cycles, sms);
   const cudaError_t err = cudaGetLastError();
-  double mean = 0;
-  for (long long c : host)
-    mean += static_cast<double>(c) / sms;
   const double k = T == WgmmaType::e4m3 ? 32 : 16;
   const double macs = static_cast<double>(k_stages) * 4 * 64 * N * k * WGS;
   std::printf("%-6s N=%-3d warpgroups=%d %-8s %7.0f MACs/cycle/SM  (%s)\n",
