@@ -28,7 +28,7 @@ namespace specjit::ops {
 
 // Kernel definitions (template parameters in order; num_tokens is a dynamic spec word):
 //   moe_route<experts, top_k, renormalize, num_tokens>
-//   moe_align<experts, block_m, num_tokens>
+//   moe_align<experts, block_m, stable, num_tokens>
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
 //   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, split_k,
 //                             tiles, num_tokens>
@@ -129,7 +129,10 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
 // rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
 // zeroes `zero_counters` (i32, optional: fused_moe passes its workspace's counter_ints counters
-// at stream_k; pass them too when aligning for fused_moe's GEMM stages).
+// at stream_k; pass them too when aligning for fused_moe's GEMM stages). Each expert's segment
+// of sorted_ids holds its slots, then its padding; `stable`: its slots in increasing order, the
+// same grouping from call to call (what stream-K GEMMs need for run-to-run identical results;
+// fused_moe asks for it with them only), otherwise in an order that varies.
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);
@@ -137,7 +140,7 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
                       int block_m, const runtime::TensorRef& sorted_ids,
                       const runtime::TensorRef& expert_ids,
                       const runtime::TensorRef& num_post_padded, bool checked, CUstream stream,
-                      const runtime::TensorRef& zero_counters = {});
+                      const runtime::TensorRef& zero_counters = {}, bool stable = false);
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 

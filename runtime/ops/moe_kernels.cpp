@@ -27,8 +27,11 @@ KernelDef moe_route_kernel() {
 }
 
 KernelDef moe_align_kernel() {
-  return {"moe_align", "moe/align.cu", "specjit_kernels::moe_align",
-          {raw("experts"), raw("block_m"), tokens()}, {}};
+  return {"moe_align",
+          "moe/align.cu",
+          "specjit_kernels::moe_align",
+          {raw("experts"), raw("block_m"), raw("stable"), tokens()},
+          {}};
 }
 
 KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, MoeGemmKernel kernel) {

@@ -1,7 +1,8 @@
 // fused_moe on the GPU for the three reference models (Qwen3-30B-A3B, Mixtral-8x7B,
 // DeepSeek-V3 TP8) at T in {1, 3, 16, 64, 200, 1024}, FP8 and bf16: random never-zero weights
 // and inputs, poisoned outputs and workspace; routing ids exactly the reference's, grouping equal
-// (padded count, expert per block, the slots of every block as a set), and a sample of output
+// (padded count, expert per block, each expert's slots: as a set, in order for stream-K's stable
+// grouping), the same bytes from a second call, and a sample of output
 // rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32). The
 // default rule's configurations, forced tile families, and the tuned H200 table's.
 #include "engine_fixture.h"
@@ -99,6 +100,31 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
     norm += static_cast<double>(want[i]) * want[i];
   }
   return std::sqrt(diff / norm);
+}
+
+// Whether `got` (sorted_ids of a moe_align) is the reference's grouping `want`: with `stable`,
+// exactly (each expert's slots in increasing order, then its padding); otherwise each expert's
+// segment as a set, its slots before its padding (the wgmma GEMMs skip a warpgroup whose first
+// row is padding).
+bool grouping_matches(const std::vector<int32_t>& got, const reference::MoeGrouping& want,
+                      int block_m, int64_t slots, bool stable) {
+  if (stable || got.size() != want.sorted_ids.size())
+    return got == want.sorted_ids;
+  for (size_t at = 0; at < got.size();) {
+    size_t end = at;
+    while (end < got.size() && want.expert_ids[end / block_m] == want.expert_ids[at / block_m])
+      end += block_m;
+    std::vector<int32_t> a(got.begin() + at, got.begin() + end);
+    std::vector<int32_t> b(want.sorted_ids.begin() + at, want.sorted_ids.begin() + end);
+    if (!std::is_partitioned(a.begin(), a.end(), [&](int32_t v) { return v < slots; }))
+      return false;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (a != b)
+      return false;
+    at = end;
+  }
+  return true;
 }
 
 // Tile configurations a run can force instead of the default rule's: every kernel family and
@@ -336,35 +362,27 @@ void run_model(const Model& model, Forced forced = Forced::none,
     work_d.download(sorted.data(), padded * 4, layout.sorted_ids);
     work_d.download(experts_of_block.data(), experts_of_block.size() * 4, layout.expert_ids);
     CHECK(experts_of_block == grouping.expert_ids);
-    bool blocks_equal = true, padding_last = true;
-    {
-      // Per expert: the multiset of its segment, and its slots before its padding (the wgmma
-      // GEMMs skip a warpgroup whose first row is padding).
-      int32_t at = 0;
-      for (int32_t b = 0; b <= padded / block_m && at < padded; ++b) {
-        int32_t end = at;
-        while (end < padded && experts_of_block[end / block_m] == experts_of_block[at / block_m])
-          end += block_m;
-        std::vector<int32_t> got(sorted.begin() + at, sorted.begin() + end);
-        std::vector<int32_t> want(grouping.sorted_ids.begin() + at,
-                                  grouping.sorted_ids.begin() + end);
-        padding_last = padding_last && std::is_partitioned(got.begin(), got.end(), [&](int32_t v) {
-                         return v < tokens * s.top_k;
-                       });
-        std::sort(got.begin(), got.end());
-        std::sort(want.begin(), want.end());
-        blocks_equal = blocks_equal && got == want;
-        at = end;
-      }
-    }
-    CHECK(blocks_equal);
-    CHECK(padding_last);
+    // Each expert's segment: its slots, then its padding; in the reference's (increasing) order
+    // when the call asks for a stable grouping (stream-K).
+    const bool stable = resolved->config.gemm1.stream_k() || resolved->config.gemm2.stream_k();
+    CHECK(grouping_matches(sorted, grouping, block_m, tokens * s.top_k, stable));
 
     // Output: no poison left anywhere, and a sample of rows against the reference.
     std::vector<uint16_t> out(tokens * s.hidden);
     out_d.download(out.data(), out.size() * 2);
     const uint16_t poison = static_cast<uint16_t>(k_poison | (k_poison << 8));
     CHECK(std::count(out.begin(), out.end(), poison) == 0);
+    {
+      // The same call again gives the same bytes, whatever the schedule (stream-K's split
+      // tiles included: their pieces meet in order of K, on a stable grouping).
+      out_d.poison();
+      options.stages = moe_stage_all;
+      require_ok(fused_moe(engine, s, t, options, nullptr));
+      require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+      std::vector<uint16_t> again(out.size());
+      out_d.download(again.data(), again.size() * 2);
+      CHECK(again == out);
+    }
     std::vector<int64_t> sample;
     const int64_t count = std::min(tokens, model.sampled_tokens);
     for (int64_t i = 0; i < count; ++i)
@@ -397,6 +415,53 @@ void run_model(const Model& model, Forced forced = Forced::none,
   }
 }
 
+// moe_align alone, against the reference's grouping, stable and not, the stable one at every
+// chunking of its per-chunk counters (32 chunks up to 256 experts, 16 up to 512, 8 up to 1024),
+// with ids out of range (dropped, unchecked) and a skewed routing whose first expert takes about
+// half of the slots; twice on poisoned outputs (stable: the same bytes).
+void check_align(Engine& engine, int64_t experts, int64_t tokens, int64_t top_k, int block_m,
+                 bool stable) {
+  INFO("experts " << experts << " T=" << tokens << " top_k " << top_k << " block_m " << block_m
+                  << (stable ? " stable" : ""));
+  const int64_t slots = tokens * top_k;
+  std::vector<int32_t> ids(slots);
+  uint64_t state = 1000 + experts + tokens;
+  for (int32_t& id : ids) {
+    const uint64_t r = splitmix(state);
+    id = r % 97 == 0  ? static_cast<int32_t>(experts + r % 5) // out of range: dropped
+         : r % 2 == 0 ? 0
+                      : static_cast<int32_t>((r >> 8) % experts);
+  }
+  const reference::MoeGrouping want = reference::moe_align(ids, experts, block_m);
+  const int64_t max_padded = moe_max_padded(slots, experts, block_m);
+  const int64_t max_blocks = (max_padded + block_m - 1) / block_m;
+  DeviceBuffer ids_d(slots * 4), sorted_d(max_padded * 4), experts_d(max_blocks * 4), padded_d(4);
+  ids_d.upload(ids.data());
+  std::vector<int32_t> first;
+  for (int call = 0; call < 2; ++call) {
+    sorted_d.poison();
+    experts_d.poison();
+    padded_d.poison();
+    require_ok(moe_align(engine, {ids_d.ptr(), DType::i32, {tokens, top_k}, {}}, experts, block_m,
+                         {sorted_d.ptr(), DType::i32, {max_padded}, {}},
+                         {experts_d.ptr(), DType::i32, {max_blocks}, {}},
+                         {padded_d.ptr(), DType::i32, {1}, {}}, false, nullptr, {}, stable));
+    require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+    int32_t padded = -1;
+    padded_d.download(&padded, 4);
+    REQUIRE(padded == want.num_post_padded);
+    std::vector<int32_t> sorted(padded), of_block(padded / block_m);
+    sorted_d.download(sorted.data(), padded * 4);
+    experts_d.download(of_block.data(), of_block.size() * 4);
+    CHECK(grouping_matches(sorted, want, block_m, slots, stable));
+    CHECK(of_block == want.expert_ids);
+    if (call == 0)
+      first = sorted;
+    else if (stable)
+      CHECK(sorted == first);
+  }
+}
+
 const Model k_qwen{"Qwen3-30B-A3B", {128, 8, 2048, 768, MoeDType::fp8}, 48};
 const Model k_mixtral{"Mixtral-8x7B", {8, 2, 4096, 14336, MoeDType::fp8}, 12};
 const Model k_deepseek{"DeepSeek-V3-TP8", {256, 8, 7168, 256, MoeDType::fp8}, 48};
@@ -407,6 +472,23 @@ Model as_bf16(Model model) {
 }
 
 } // namespace
+
+TEST_CASE("moe_align groups every expert's slots before its padding, stable in order (8 to 1024 "
+          "experts)") {
+  if (!specjit::test::gpu_or_skip("moe_align grouping"))
+    return;
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  require_ok(engine.make_context_current());
+  for (bool stable : {true, false}) {
+    check_align(engine, 8, 4096, 2, 128, stable);
+    check_align(engine, 128, 1000, 8, 64, stable);
+    check_align(engine, 256, 4096, 8, 16, stable);
+    check_align(engine, 257, 1, 8, 8, stable); // fewer slots than chunks
+    check_align(engine, 512, 2000, 8, 32, stable);
+    check_align(engine, 1024, 4096, 8, 16, stable);
+  }
+}
 
 TEST_CASE("fused_moe FP8 matches the emulating reference for Qwen3-30B-A3B") {
   if (!specjit::test::gpu_or_skip("fused_moe fp8 qwen3"))

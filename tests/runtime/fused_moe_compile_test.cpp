@@ -140,6 +140,48 @@ TEST_CASE("every variant of the DeepSeek-V3 TP8 manifest compiles for sm_90a wit
   check_manifest_compiles("deepseek-v3-tp8.json");
 }
 
+TEST_CASE("moe_align compiles, stable at every chunking of its counters (8 to 1024 experts)") {
+  // Stable: 32 chunks up to 256 experts, 16 up to 512, 8 up to 1024, 32 KB of counters at most,
+  // under the 48 KB of static shared memory; otherwise one.
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto id = engine.add_kernel(moe_align_kernel());
+  REQUIRE(static_cast<bool>(id));
+  for (int64_t stable : {0, 1})
+    for (int64_t experts : {8, 256, 257, 512, 1024}) {
+      auto variant = engine.prepare(*id, {experts, 16, stable, 100});
+      REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+      INFO((*variant)->name_expression);
+      CHECK((*variant)->spill_bytes == 0);
+      CHECK((*variant)->shared_bytes <= 48 * 1024);
+      const int64_t chunks = !stable ? 1 : experts <= 256 ? 32 : experts <= 512 ? 16 : 8;
+      CHECK((*variant)->shared_bytes >= chunks * experts * 4);
+    }
+}
+
+TEST_CASE("the grouping is stable exactly when a GEMM is stream-K") {
+  MoeTileConfig config{16, GemmTile::wgmma_tile(128, 4, true, 1),
+                       GemmTile::wgmma_tile(64, 4, true, 1)};
+  CHECK_FALSE(moe_detail::moe_stable_grouping(config));
+  config.gemm2.schedule = MoeSchedule::stream_k;
+  CHECK(moe_detail::moe_stable_grouping(config));
+  config.gemm2.schedule = MoeSchedule::dynamic;
+  CHECK_FALSE(moe_detail::moe_stable_grouping(config));
+  config.gemm1.schedule = MoeSchedule::stream_k;
+  CHECK(moe_detail::moe_stable_grouping(config));
+  // And the manifest derives the stable align variant for such a configuration.
+  FusedMoeOptions options;
+  options.config = config;
+  auto requests =
+      fused_moe_variants({128, 8, 2048, 768, MoeDType::fp8}, options, Arch{9, 0, true}, {1});
+  REQUIRE(static_cast<bool>(requests));
+  int stable_aligns = 0;
+  for (const VariantRequest& request : *requests)
+    if (request.def.id == "moe_align")
+      stable_aligns += request.values.at(2) == 1;
+  CHECK(stable_aligns == 1);
+}
+
 TEST_CASE("fused_moe names the argument whose shape, dtype or alignment is wrong") {
   SUBCASE("hidden dtype") {
     Args a(4);
