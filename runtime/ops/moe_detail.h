@@ -101,11 +101,14 @@ llvm::Error launch_variant(runtime::Engine& engine, KernelIndex index,
   return engine.launch(**variant, config, args...);
 }
 
-// expect_tensor with the op's name.
-llvm::Error expect(llvm::StringRef argument, const runtime::TensorRef& tensor,
-                   runtime::DType dtype, llvm::ArrayRef<int64_t> shape, size_t alignment);
+// expect_tensor with the op's name (fused_moe's, or a stage op's: moe_route, moe_align).
+llvm::Error expect(llvm::StringRef argument, const runtime::TensorRef& tensor, runtime::DType dtype,
+                   llvm::ArrayRef<int64_t> shape, size_t alignment, llvm::StringRef op = k_op);
 // A 1-D tensor of at least `minimum` elements.
 llvm::Error expect_capacity(llvm::StringRef argument, const runtime::TensorRef& tensor,
-                            runtime::DType dtype, int64_t minimum, size_t alignment);
+                            runtime::DType dtype, int64_t minimum, size_t alignment,
+                            llvm::StringRef op = k_op);
+// check_moe_shape, its errors under `op`'s name.
+llvm::Error check_moe_shape(const MoeShape& shape, llvm::StringRef op);
 
 } // namespace specjit::ops::moe_detail

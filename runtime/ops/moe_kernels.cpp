@@ -128,17 +128,17 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
 }
 
 llvm::Error expect(llvm::StringRef argument, const TensorRef& tensor, DType dtype,
-                   llvm::ArrayRef<int64_t> shape, size_t alignment) {
-  return runtime::expect_tensor(k_op, argument, tensor, dtype, shape, alignment);
+                   llvm::ArrayRef<int64_t> shape, size_t alignment, llvm::StringRef op) {
+  return runtime::expect_tensor(op, argument, tensor, dtype, shape, alignment);
 }
 
 llvm::Error expect_capacity(llvm::StringRef argument, const TensorRef& tensor, DType dtype,
-                            int64_t minimum, size_t alignment) {
-  if (auto err = expect(argument, tensor, dtype, {-1}, alignment))
+                            int64_t minimum, size_t alignment, llvm::StringRef op) {
+  if (auto err = expect(argument, tensor, dtype, {-1}, alignment, op))
     return err;
   if (tensor.shape[0] < minimum)
     return make_error(Errc::invalid_argument, "{}: {}: needs at least {} elements, got {}",
-                      k_op.str(), argument.str(), minimum, tensor.describe());
+                      op.str(), argument.str(), minimum, tensor.describe());
   return llvm::Error::success();
 }
 

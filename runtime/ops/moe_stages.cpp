@@ -15,21 +15,25 @@ using runtime::TensorRef;
 
 namespace {
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+// The stage ops' names in their errors.
+constexpr llvm::StringLiteral k_route_op = "moe_route", k_align_op = "moe_align";
 } // namespace
 
-llvm::Error check_moe_shape(const MoeShape& s) {
+llvm::Error check_moe_shape(const MoeShape& s) { return moe_detail::check_moe_shape(s, k_op); }
+
+llvm::Error moe_detail::check_moe_shape(const MoeShape& s, llvm::StringRef op) {
   if (s.experts < 1 || s.experts > k_align_threads)
-    return make_error(Errc::invalid_argument, "{}: experts must be in [1, 1024], got {}",
-                      k_op.str(), s.experts);
+    return make_error(Errc::invalid_argument, "{}: experts must be in [1, 1024], got {}", op.str(),
+                      s.experts);
   if (s.top_k < 1 || s.top_k > std::min<int64_t>(s.experts, 32))
     return make_error(Errc::invalid_argument, "{}: top_k must be in [1, min(experts, 32)], got {}",
-                      k_op.str(), s.top_k);
+                      op.str(), s.top_k);
   const int64_t values_per_row = 128 / element_bytes(s.dtype);
   for (auto [name, value] : {std::pair<const char*, int64_t>{"hidden", s.hidden},
                              {"intermediate", s.intermediate}})
     if (value < values_per_row || value % values_per_row != 0 || value > (1 << 20))
       return make_error(Errc::invalid_argument,
-                        "{}: {} must be a positive multiple of {} ({}), got {}", k_op.str(), name,
+                        "{}: {} must be a positive multiple of {} ({}), got {}", op.str(), name,
                         values_per_row, moe_dtype_name(s.dtype).str(), value);
   return llvm::Error::success();
 }
@@ -66,15 +70,15 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
 llvm::Error moe_route(runtime::Engine& engine, const TensorRef& logits,
                       const TensorRef& topk_weights, const TensorRef& topk_ids, bool renormalize,
                       CUstream stream) {
-  if (auto err = expect("router_logits", logits, DType::f32, {-1, -1}, 4))
+  if (auto err = expect("router_logits", logits, DType::f32, {-1, -1}, 4, k_route_op))
     return err;
   const int64_t tokens = logits.shape[0], experts = logits.shape[1];
-  if (auto err = expect("topk_weights", topk_weights, DType::f32, {tokens, -1}, 4))
+  if (auto err = expect("topk_weights", topk_weights, DType::f32, {tokens, -1}, 4, k_route_op))
     return err;
   const int64_t top_k = topk_weights.shape[1];
-  if (auto err = check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}))
+  if (auto err = moe_detail::check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}, k_route_op))
     return err;
-  if (auto err = expect("topk_ids", topk_ids, DType::i32, {tokens, top_k}, 4))
+  if (auto err = expect("topk_ids", topk_ids, DType::i32, {tokens, top_k}, 4, k_route_op))
     return err;
   if (tokens == 0)
     return llvm::Error::success();
@@ -101,8 +105,9 @@ static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& t
     return err;
   for (size_t i = 0; i < host.size(); ++i)
     if (host[i] < 0 || host[i] >= experts)
-      return make_error(Errc::invalid_argument, "{}: topk_ids: topk_ids[{}] = {} is outside [0, {})",
-                        k_op.str(), i, host[i], experts);
+      return make_error(Errc::invalid_argument,
+                        "{}: topk_ids: topk_ids[{}] = {} is outside [0, {})", k_align_op.str(), i,
+                        host[i], experts);
   return llvm::Error::success();
 }
 
@@ -110,25 +115,25 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
                       int block_m, const TensorRef& sorted_ids, const TensorRef& expert_ids,
                       const TensorRef& num_post_padded, bool checked, CUstream stream,
                       const TensorRef& zero_counters, bool stable) {
-  if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4))
+  if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4, k_align_op))
     return err;
   const int64_t tokens = topk_ids.shape[0], top_k = topk_ids.shape[1];
-  if (auto err = check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}))
+  if (auto err = moe_detail::check_moe_shape({experts, top_k, 128, 128, MoeDType::fp8}, k_align_op))
     return err;
   if (block_m < 1 || block_m > k_max_block_m)
     return make_error(Errc::invalid_argument, "{}: block_m must be in [1, 256], got {}",
-                      k_op.str(), block_m);
+                      k_align_op.str(), block_m);
   const int64_t max_padded = moe_max_padded(tokens * top_k, experts, block_m);
-  if (auto err = expect_capacity("sorted_ids", sorted_ids, DType::i32, max_padded, 4))
+  if (auto err = expect_capacity("sorted_ids", sorted_ids, DType::i32, max_padded, 4, k_align_op))
     return err;
   if (auto err = expect_capacity("expert_ids", expert_ids, DType::i32,
-                                 ceil_div(max_padded, block_m), 4))
+                                 ceil_div(max_padded, block_m), 4, k_align_op))
     return err;
-  if (auto err = expect("num_post_padded", num_post_padded, DType::i32, {1}, 4))
+  if (auto err = expect("num_post_padded", num_post_padded, DType::i32, {1}, 4, k_align_op))
     return err;
   const bool zeroing = zero_counters.data != 0;
   if (zeroing)
-    if (auto err = expect("zero_counters", zero_counters, DType::i32, {-1}, 4))
+    if (auto err = expect("zero_counters", zero_counters, DType::i32, {-1}, 4, k_align_op))
       return err;
   if (checked)
     if (auto err = check_ids_on_host(engine, topk_ids, experts, stream))

@@ -240,6 +240,31 @@ TEST_CASE("fused_moe names the argument whose shape, dtype or alignment is wrong
   }
 }
 
+TEST_CASE("the stage ops name themselves and the argument in their errors") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto rejected = [](llvm::Error err, const std::string& prefix) {
+    ErrorSummary error = summarize(std::move(err));
+    INFO("message: " << error.message);
+    CHECK(error.code == Errc::invalid_argument);
+    CHECK(error.message.rfind(prefix, 0) == 0);
+  };
+  const TensorRef ids{k_base, DType::i32, {4, 2}, {}};
+  // 8 slots over 8 experts in blocks of 16: up to 128 padded rows, 8 blocks.
+  const TensorRef sorted{k_base + 0x10000, DType::i32, {128}, {}},
+      experts{k_base + 0x20000, DType::i32, {7}, {}}, padded{k_base + 0x30000, DType::i32, {1}, {}};
+  rejected(moe_align(engine, ids, 8, 16, sorted, experts, padded, false, nullptr),
+           "moe_align: expert_ids: needs at least 8 elements, got i32[7]");
+  rejected(moe_align(engine, ids, 8, 512, sorted, experts, padded, false, nullptr),
+           "moe_align: block_m must be in [1, 256], got 512");
+  rejected(moe_align(engine, ids, 1, 16, sorted, experts, padded, false, nullptr),
+           "moe_align: top_k must be in [1, min(experts, 32)], got 2");
+  const TensorRef logits{k_base, DType::bf16, {4, 8}, {}},
+      weights{k_base + 0x10000, DType::f32, {4, 2}, {}};
+  rejected(moe_route(engine, logits, weights, ids, true, nullptr), "moe_route: router_logits: ");
+  CHECK(engine.stats().requests == 0);
+}
+
 TEST_CASE("tile configurations are checked against the shape") {
   MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
   for (int64_t tokens : {1, 4, 16, 64, 256, 1024, 4096, 100000})
