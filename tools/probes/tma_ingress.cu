@@ -2,7 +2,7 @@
 // boxes as the MoE GEMMs' producers do (kernels_src/moe/wgmma_pipeline.cuh), without MMAs: one
 // CTA an SM, a producer thread issuing STAGES-deep stages of BOXES boxes of 128 rows x 128 bytes
 // (128-byte swizzle, 256-byte L2 promotion) and a consumer warp releasing each stage as soon as
-// it lands. Sources: a buffer that L2 holds (16 MB, read over and over) or one it cannot (8 GB).
+// it lands, or `hold` cycles after (a GEMM's consumers keep a stage while its MMAs run). Sources: a buffer that L2 holds (16 MB, read over and over) or one it cannot (8 GB).
 // Prints bytes a cycle an SM (clock64) and the aggregate rate. Not part of the build (it needs
 // nvcc, the driver API and a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
@@ -17,7 +17,8 @@ constexpr int k_row_bytes = 16384; // a source row (K bytes); boxes step along i
 
 template <int STAGES, int BOXES>
 __global__ void __launch_bounds__(64, 1)
-    ingress(const __grid_constant__ TmaDesc map, long long* cycles, int rows, int stages) {
+    ingress(const __grid_constant__ TmaDesc map, long long* cycles, int rows, int stages,
+            int hold) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
   constexpr unsigned k_stage_bytes = BOXES * 128 * 128;
@@ -53,6 +54,8 @@ __global__ void __launch_bounds__(64, 1)
     for (int i = 0; i < stages; ++i) {
       const int s = i % STAGES;
       mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
+      for (const long long h0 = clock64(); clock64() - h0 < hold;) {
+      }
       mbarrier_arrive(empty + 8 * s);
     }
     cycles[blockIdx.x] = clock64() - t0;
@@ -60,7 +63,7 @@ __global__ void __launch_bounds__(64, 1)
 }
 
 template <int STAGES, int BOXES>
-void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
+void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms, int hold = 0) {
   const int rows = static_cast<int>(bytes / k_row_bytes);
   TmaDesc desc;
   if (!probes::encode_box_map(desc, buffer, k_row_bytes, rows)) {
@@ -73,14 +76,14 @@ void run(const char* source, CUdeviceptr buffer, size_t bytes, int sms) {
   long long* cycles;
   cudaMalloc(&cycles, sms * sizeof(long long));
   const int stages = 4096;
-  kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, 64); // warm up (and one CTA an SM)
+  kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, 64, hold); // warm up (one CTA an SM)
   const float ms =
-      probes::time_ms([&] { kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, stages); });
+      probes::time_ms([&] { kernel<<<sms, 64, 200 * 1024>>>(desc, cycles, rows, stages, hold); });
   const double mean = probes::mean_cycles(cycles, sms);
   const double per_cta = static_cast<double>(stages) * BOXES * 128 * 128;
-  std::printf("%-4s stages=%d boxes=%d (%3d KB a stage, %3d KB in flight): %5.1f bytes/cycle/SM, "
-              "%5.2f TB/s  (%s)\n",
-              source, STAGES, BOXES, BOXES * 16, STAGES * BOXES * 16, per_cta / mean,
+  std::printf("%-4s stages=%d boxes=%d (%3d KB a stage, %3d KB in flight) hold=%4d: %5.1f "
+              "bytes/cycle/SM, %5.2f TB/s  (%s)\n",
+              source, STAGES, BOXES, BOXES * 16, STAGES * BOXES * 16, hold, per_cta / mean,
               per_cta * sms / (ms * 1e-3) / 1e12, cudaGetErrorString(cudaGetLastError()));
   cudaFree(cycles);
 }
@@ -98,7 +101,17 @@ int main() {
   run<8, 1>("L2", l2_buffer, l2_bytes, sms);
   run<4, 2>("L2", l2_buffer, l2_bytes, sms);
   run<6, 2>("L2", l2_buffer, l2_bytes, sms);
+  // From HBM, the rate against the bytes in flight an SM: 32 KB stages 2 to 6 deep, and 16 KB
+  // stages 4 and 8 deep; then 32 KB stages 3 and 4 deep, each held 1200 cycles, as the f16-token
+  // GEMM1's consumers hold its 32 KB weight stages (3 deep) while their MMAs run (stop 26's
+  // reading of Mixtral T = 256: neither HBM nor the tensor pipe busy).
+  run<2, 2>("HBM", hbm_buffer, hbm_bytes, sms);
+  run<3, 2>("HBM", hbm_buffer, hbm_bytes, sms);
   run<4, 2>("HBM", hbm_buffer, hbm_bytes, sms);
   run<6, 2>("HBM", hbm_buffer, hbm_bytes, sms);
+  run<4, 1>("HBM", hbm_buffer, hbm_bytes, sms);
+  run<8, 1>("HBM", hbm_buffer, hbm_bytes, sms);
+  run<3, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
+  run<4, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
   return 0;
 }
