@@ -200,12 +200,11 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                              stream))
       return err;
   if (options.stages & moe_stage_align)
-    if (auto err =
-            moe_align(engine, {topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
-                      config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
-                      {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
-                      {npp, DType::i32, {1}, {}}, false, stream,
-                      {scratch, DType::i32, {l.counter_ints}, {}}, moe_stable_grouping(config)))
+    if (auto err = moe_align(engine, {topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
+                             config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
+                             {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
+                             {npp, DType::i32, {1}, {}}, false, stream,
+                             {scratch, DType::i32, {l.counter_ints}, {}}, moe_slot_order(config)))
       return err;
   const int handoff = handoff_target(s, tokens, config, options, blocks);
   const int group = group_blocks(s, tokens, config.block_m, handoff != 0, options.launch_order);
@@ -331,7 +330,8 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
       config = resolved->config;
     }
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
-    add(k_align, {s.experts, config.block_m, moe_stable_grouping(config) ? 1 : 0, count});
+    add(k_align,
+        {s.experts, config.block_m, moe_slot_order(config) == MoeSlotOrder::stable ? 1 : 0, count});
     if (config.gemm1.f16_tokens)
       add(k_tokens_f16, {count});
     add(gemm_index(1, s.dtype, config.gemm1.kernel),

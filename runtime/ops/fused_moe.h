@@ -126,13 +126,16 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
                       const FusedMoeTensors& tensors, const FusedMoeOptions& options,
                       CUstream stream);
 
+// The order of an expert's slots in moe_align's sorted_ids (its padding always follows them):
+// any (the order an atomic cursor gives, which varies from call to call), or stable (increasing,
+// the same grouping every call: what stream-K GEMMs need for run-to-run identical results;
+// fused_moe asks for it with them only, since it costs about 1 µs at decode).
+enum class MoeSlotOrder { any, stable };
+
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and
 // rejects ids outside [0, E)); unchecked, the device drops out-of-range ids. moe_align also
 // zeroes `zero_counters` (i32, optional: fused_moe passes its workspace's counter_ints counters
-// at stream_k; pass them too when aligning for fused_moe's GEMM stages). Each expert's segment
-// of sorted_ids holds its slots, then its padding; `stable`: its slots in increasing order, the
-// same grouping from call to call (what stream-K GEMMs need for run-to-run identical results;
-// fused_moe asks for it with them only), otherwise in an order that varies.
+// at stream_k; pass them too when aligning for fused_moe's GEMM stages).
 llvm::Error moe_route(runtime::Engine& engine, const runtime::TensorRef& router_logits,
                       const runtime::TensorRef& topk_weights, const runtime::TensorRef& topk_ids,
                       bool renormalize, CUstream stream);
@@ -140,7 +143,8 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
                       int block_m, const runtime::TensorRef& sorted_ids,
                       const runtime::TensorRef& expert_ids,
                       const runtime::TensorRef& num_post_padded, bool checked, CUstream stream,
-                      const runtime::TensorRef& zero_counters = {}, bool stable = false);
+                      const runtime::TensorRef& zero_counters = {},
+                      MoeSlotOrder order = MoeSlotOrder::any);
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 

@@ -71,11 +71,12 @@ int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
 // (wgmma_ctas), so that both orders' groups divide the grid.
 inline constexpr int k_grouped_blocks = 8;
 
-// Whether the call's grouping must be stable (moe_align's `stable`): with a stream-K GEMM, whose
-// sums' last bits depend on the token block a row falls in; the other schedules compute each
-// row alone, so their results are the same from call to call in any order.
-inline bool moe_stable_grouping(const MoeTileConfig& config) {
-  return config.gemm1.stream_k() || config.gemm2.stream_k();
+// The call's slot order (moe_align): stable with a stream-K GEMM, whose sums' last bits depend
+// on the token block a row falls in; the other schedules compute each row alone, so their
+// results are the same from call to call in any order.
+inline MoeSlotOrder moe_slot_order(const MoeTileConfig& config) {
+  return config.gemm1.stream_k() || config.gemm2.stream_k() ? MoeSlotOrder::stable
+                                                            : MoeSlotOrder::any;
 }
 
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).

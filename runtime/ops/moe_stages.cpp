@@ -114,7 +114,7 @@ static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& t
 llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_t experts,
                       int block_m, const TensorRef& sorted_ids, const TensorRef& expert_ids,
                       const TensorRef& num_post_padded, bool checked, CUstream stream,
-                      const TensorRef& zero_counters, bool stable) {
+                      const TensorRef& zero_counters, MoeSlotOrder order) {
   if (auto err = expect("topk_ids", topk_ids, DType::i32, {-1, -1}, 4, k_align_op))
     return err;
   const int64_t tokens = topk_ids.shape[0], top_k = topk_ids.shape[1];
@@ -141,7 +141,8 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
   runtime::LaunchConfig config;
   config.block[0] = k_align_threads;
   config.stream = stream;
-  return launch_variant(engine, k_align, {experts, block_m, stable ? 1 : 0, tokens}, config,
+  return launch_variant(engine, k_align,
+                        {experts, block_m, order == MoeSlotOrder::stable ? 1 : 0, tokens}, config,
                         topk_ids.data, sorted_ids.data, expert_ids.data, num_post_padded.data,
                         zero_counters.data, zeroing ? static_cast<int>(zero_counters.shape[0]) : 0,
                         static_cast<int>(tokens), static_cast<int>(top_k));

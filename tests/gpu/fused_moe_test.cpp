@@ -445,7 +445,8 @@ void check_align(Engine& engine, int64_t experts, int64_t tokens, int64_t top_k,
     require_ok(moe_align(engine, {ids_d.ptr(), DType::i32, {tokens, top_k}, {}}, experts, block_m,
                          {sorted_d.ptr(), DType::i32, {max_padded}, {}},
                          {experts_d.ptr(), DType::i32, {max_blocks}, {}},
-                         {padded_d.ptr(), DType::i32, {1}, {}}, false, nullptr, {}, stable));
+                         {padded_d.ptr(), DType::i32, {1}, {}}, false, nullptr, {},
+                         stable ? MoeSlotOrder::stable : MoeSlotOrder::any));
     require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
     int32_t padded = -1;
     padded_d.download(&padded, 4);

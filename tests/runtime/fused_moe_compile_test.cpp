@@ -162,13 +162,14 @@ TEST_CASE("moe_align compiles, stable at every chunking of its counters (8 to 10
 TEST_CASE("the grouping is stable exactly when a GEMM is stream-K") {
   MoeTileConfig config{16, GemmTile::wgmma_tile(128, 4, true, 1),
                        GemmTile::wgmma_tile(64, 4, true, 1)};
-  CHECK_FALSE(moe_detail::moe_stable_grouping(config));
+  using moe_detail::moe_slot_order;
+  CHECK(moe_slot_order(config) == MoeSlotOrder::any);
   config.gemm2.schedule = MoeSchedule::stream_k;
-  CHECK(moe_detail::moe_stable_grouping(config));
+  CHECK(moe_slot_order(config) == MoeSlotOrder::stable);
   config.gemm2.schedule = MoeSchedule::dynamic;
-  CHECK_FALSE(moe_detail::moe_stable_grouping(config));
+  CHECK(moe_slot_order(config) == MoeSlotOrder::any);
   config.gemm1.schedule = MoeSchedule::stream_k;
-  CHECK(moe_detail::moe_stable_grouping(config));
+  CHECK(moe_slot_order(config) == MoeSlotOrder::stable);
   // And the manifest derives the stable align variant for such a configuration.
   FusedMoeOptions options;
   options.config = config;
