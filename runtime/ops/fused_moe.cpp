@@ -330,8 +330,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
       config = resolved->config;
     }
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
-    add(k_align,
-        {s.experts, config.block_m, moe_slot_order(config) == MoeSlotOrder::stable ? 1 : 0, count});
+    add(k_align, align_values(s.experts, config.block_m, moe_slot_order(config), count));
     if (config.gemm1.f16_tokens)
       add(k_tokens_f16, {count});
     add(gemm_index(1, s.dtype, config.gemm1.kernel),

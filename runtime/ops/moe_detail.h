@@ -84,6 +84,9 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
 
 KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 
+// The template values of moe_align (moe_align_kernel), for its launch and the manifest's variants.
+std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
+                                  int64_t num_tokens);
 // The template values of a GEMM variant (see moe_gemm_kernel for their names).
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens);

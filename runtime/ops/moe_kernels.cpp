@@ -115,6 +115,11 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
   return fp8 ? k_gemm2_fp8 : k_gemm2_bf16;
 }
 
+std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
+                                  int64_t num_tokens) {
+  return {experts, block_m, order == MoeSlotOrder::stable ? 1 : 0, num_tokens};
+}
+
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens) {
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;

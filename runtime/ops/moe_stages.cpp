@@ -141,8 +141,7 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
   runtime::LaunchConfig config;
   config.block[0] = k_align_threads;
   config.stream = stream;
-  return launch_variant(engine, k_align,
-                        {experts, block_m, order == MoeSlotOrder::stable ? 1 : 0, tokens}, config,
+  return launch_variant(engine, k_align, align_values(experts, block_m, order, tokens), config,
                         topk_ids.data, sorted_ids.data, expert_ids.data, num_post_padded.data,
                         zero_counters.data, zeroing ? static_cast<int>(zero_counters.shape[0]) : 0,
                         static_cast<int>(tokens), static_cast<int>(top_k));
