@@ -293,10 +293,10 @@ moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
                          const int* expert_ids, int num_slots, int* slot_of_row) {
   if (m_block == b.m_block)
     return;
-  named_barrier(5, 128); // the last tile's epilogue is done with slot_of_row
+  named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
   moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
-                              static_cast<int>(threadIdx.x), 128);
-  named_barrier(5, 128);
+                              static_cast<int>(threadIdx.x), G::k_consumers);
+  named_barrier(5, G::k_consumers);
   b.m_block = m_block;
   b.expert = expert_ids[m_block];
   b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
@@ -351,8 +351,10 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
 }
 
 // Dynamic (TILES == k_tiles_dynamic): a resident grid whose CTAs take whole tiles from a global
-// counter (moe_dynamic_produce); the consumers learn each tile from the producer's ring once its
-// first stage has landed, and stop at index -1.
+// counter (moe_dynamic_produce); the consumers learn each tile from the producers' ring once its
+// first stage has landed, and stop at index -1. The f16-token GEMM1 too (two warpgroups, four
+// producer warps): its one CTA an SM then streams weights across its tiles without a new CTA's
+// pipeline fill, and the SMs served faster take more tiles.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
@@ -373,14 +375,17 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
+    if constexpr (G::k_producer_regs != 0)
+      warpgroup_release_registers<G::k_producer_regs>();
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
-    // One producer warp per CTA.
     const MoeDependence dep =
         moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
     moe_dynamic_produce<G>(b, counters, items, ring, &w_map, a, a_map, a_rows, sorted_ids,
                            expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
+  if constexpr (G::k_consumer_regs != 0)
+    warpgroup_claim_registers<G::k_consumer_regs>();
   b.slot_of_row = slot_of_row;
   b.m_block = -1;
   const volatile int* published = ring;

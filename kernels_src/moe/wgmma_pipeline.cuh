@@ -73,10 +73,15 @@ struct MoeWgmma {
   // consumers need more than an even share of the register file (65536 / k_threads, 168 at 384
   // threads): the normal orientation's FP8 GEMM1 256 columns wide in two warpgroups (128
   // accumulators a thread, and the A fragments). 0: no move.
-  // Likewise k_t16 in two warpgroups (TOK accumulators a thread and a stage of A fragments).
-  static constexpr int k_producer_regs =
-      FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16) ? 40 : 0;
-  static constexpr int k_consumer_regs = k_producer_regs ? 232 : 0;
+  // Likewise k_t16 in two warpgroups (TOK accumulators a thread and a stage of A fragments);
+  // under the dynamic schedule its producers keep its state too (the tile from the counter,
+  // the block's rows): 40 registers spilled 12 bytes there, 56 none (and 224 for the consumers).
+  static constexpr int k_producer_regs = FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16)
+                                             ? (TILES == k_tiles_dynamic ? 56 : 40)
+                                             : 0;
+  static constexpr int k_consumer_regs = k_producer_regs == 0    ? 0
+                                         : k_producer_regs == 56 ? 224
+                                                                 : 232;
   static constexpr int k_stage_bytes = BW * 128 + k_t_tile_bytes;
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
   // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
@@ -121,15 +126,16 @@ struct MoeWgmma {
   static_assert(!k_stream_k ||
                     (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
-  static_assert(!k_dynamic || (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
-                "dynamic: swap-AB, one warpgroup, no split-K, not packed");
+  static_assert(!k_dynamic || (SWAP && (WGS == 1 || k_t16) && SPLITK == 1 && !(GATED && BW == 64)),
+                "dynamic: swap-AB, one warpgroup (f16 tokens: one or two), no split-K, not packed");
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
   static_assert(!SWAP || k_out_cols == 64 * (k_t16 ? WGS : 1) || k_packed,
                 "swap-AB: 64 output columns per CTA (k_t16: per warpgroup)");
-  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 && TILES >= 1 && TILES <= 64 && TOK <= 128),
-                "f16 tokens: FP8 GEMM1, no split-K, fixed schedule, TOK <= 128");
+  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 &&
+                           ((TILES >= 1 && TILES <= 64) || k_dynamic) && TOK <= 128),
+                "f16 tokens: FP8 GEMM1, no split-K, fixed or dynamic schedule, TOK <= 128");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
   static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
   static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 || k_mma_n == 128 ||
@@ -455,8 +461,16 @@ moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned lon
   return true;
 }
 
-// The persistent schedules' producer warp, when its next tile is of another token block than
-// the last (`rows_of`): GEMM1's gathered rows (a_rows, only this warp's) for block m_block.
+// The producer warps meet (the f16-token GEMM1 has four; named barrier 8 is theirs).
+template <class G> __device__ __forceinline__ void moe_producers_sync() {
+  if constexpr (G::k_producer_warps == 1)
+    __syncwarp();
+  else
+    named_barrier(8, G::k_producers);
+}
+
+// The persistent schedules' producer warps, when their next tile is of another token block than
+// the last (`rows_of`): GEMM1's gathered rows (a_rows, only theirs) for block m_block.
 template <class G>
 __device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_of,
                                                         const int* sorted_ids, int num_slots,
@@ -464,10 +478,10 @@ __device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_o
   if constexpr (!G::k_a_tma) {
     if (m_block == rows_of)
       return;
-    __syncwarp(); // the previous block's copies are all issued
+    moe_producers_sync<G>(); // the previous block's copies are all issued
     moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
-                                static_cast<int>(threadIdx.x) & 31, 32);
-    __syncwarp();
+                                static_cast<int>(threadIdx.x) - G::k_consumers, G::k_producers);
+    moe_producers_sync<G>();
     rows_of = m_block;
   }
 }
@@ -506,13 +520,13 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, con
 }
 
 // The dynamic schedule: tiles (token block, tile; block-major) handed out one at a time from a
-// global counter, so CTAs that get more memory service take more tiles. The producer warp
-// takes the next tile when it starts loading it and publishes its index in a ring of
-// k_dynamic_ring entries (read by the consumers once the tile's first stage has landed: the
-// producer writes the entry before its arrival on that stage's `full` barrier). With no tile
-// left it completes the next stage's `full` phase without data under index -1, which ends the
-// consumers. The last CTA done resets both counters for the next launch (moe_align zeroes them
-// first).
+// global counter, so CTAs that get more memory service take more tiles. The first producer
+// thread takes the next tile when the producers start loading it and publishes its index in a
+// ring of k_dynamic_ring entries, where the other producer threads read it too (the consumers
+// read it once the tile's first stage has landed: it is written before that thread's arrival
+// on the stage's `full` barrier). With no tile left the producers complete the next stage's
+// `full` phase without data under index -1, which ends the consumers. The last CTA done resets
+// both counters for the next launch (moe_align zeroes them first).
 inline constexpr int k_dynamic_ring = 16; // > STAGES: the producer runs at most STAGES steps ahead
 
 template <class G>
@@ -521,34 +535,31 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
                     const TmaDesc* w_map, const unsigned char* a, const TmaDesc* a_map, int* a_rows,
                     const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
                     int w_row_half, const MoeDependence& d) {
-  static_assert(G::k_producers == 32, "one producer warp");
   constexpr int k_tiles = G::k_n / G::k_out_cols;
-  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
   int kt = 0, rows_of = -1, ready = -1;
 #pragma unroll 1
   for (int t = 0;; ++t) {
-    int item = 0;
-    if (lane == 0)
-      item = atomicAdd(counters, 1);
-    item = shfl_idx_i32(item, 0);
-    if (item >= items) { // no tile left: complete step kt's phase with no data
+    if (producer == 0) {
+      const int next = atomicAdd(counters, 1);
+      ring[t % k_dynamic_ring] = next < items ? next : -1;
+    }
+    moe_producers_sync<G>();
+    const int item = ring[t % k_dynamic_ring];
+    if (item < 0) { // no tile left: complete step kt's phase with no data
       const int s = kt % G::k_stages_value;
       mbarrier_wait(b.empty_bar + 8 * s, ((kt / G::k_stages_value) & 1) ^ 1);
-      if (lane == 0)
-        ring[t % k_dynamic_ring] = -1;
       const unsigned full = b.full_bar + 8 * s;
       if constexpr (G::k_a_tma) {
-        if (lane == 0)
+        if (producer == 0)
           mbarrier_arrive(full);
       } else {
-        mbarrier_arrive(full); // the 32 lanes' cp.async arrivals
-        if (lane == 0)
+        mbarrier_arrive(full); // every producer thread's cp.async arrival
+        if (producer == 0)
           mbarrier_arrive(full); // and the weights' arrive_expect_tx
       }
       break;
     }
-    if (lane == 0)
-      ring[t % k_dynamic_ring] = item;
     const int m_block = item / k_tiles, tile = item % k_tiles, expert = expert_ids[m_block];
     moe_producer_take_block<G>(m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
 #pragma unroll 1
@@ -560,7 +571,7 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
   }
   cp_async_wait<0>(); // no copy outlives its thread
   moe_dependence_end(d);
-  if (lane == 0 && atomicAdd(counters + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+  if (producer == 0 && atomicAdd(counters + 1, 1) == static_cast<int>(gridDim.x) - 1) {
     counters[0] = 0; // every CTA has taken its last index: ready for the next launch
     counters[1] = 0;
   }

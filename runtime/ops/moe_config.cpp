@@ -67,8 +67,11 @@ std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
     return fmt::format("f16_tokens needs block_n = 128 x warpgroups = {} (64 output columns a "
                        "warpgroup)",
                        128 * t.warpgroups);
-  if (t.split_k != 1 || t.persistent())
-    return "f16_tokens needs no split_k and the fixed schedule";
+  if (t.split_k != 1 || t.stream_k())
+    return "f16_tokens needs no split_k and the fixed or dynamic schedule";
+  // The dynamic schedule takes one tile at a time from its counter.
+  if (t.dynamic() && t.tiles != 1)
+    return "f16_tokens with the dynamic schedule needs tiles 1";
   // Several tiles per CTA: the next tile's stages fill while the consumers write this one's
   // outputs (one CTA an SM: nothing else would).
   if (std::string why = whole_tiles_rule(t, u); !why.empty())

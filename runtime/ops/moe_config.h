@@ -75,8 +75,8 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          steps; tiles split between CTAs add their partial sums through the workspace. No wave
 //          tails, one setup and pipeline fill per CTA. dynamic (the same tile rules, any
 //          block_m): the resident CTAs take whole tiles from a counter.
-//          f16_tokens (FP8 GEMM1, swap_ab, fixed schedule, no split_k, block_m <= 128, tiles 1
-//          to 64): the tokens are read from a copy converted to f16 once per call
+//          f16_tokens (FP8 GEMM1, swap_ab, no split_k, block_m <= 128, fixed schedule with tiles
+//          1 to 64, or dynamic): the tokens are read from a copy converted to f16 once per call
 //          (moe_tokens_f16), not converted by every CTA; the warpgroups split the output columns
 //          (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of K.
 //          For many tokens an expert, where every CTA of an expert would convert the same

@@ -153,10 +153,13 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     // at the narrower widths), one warpgroup or two (64 output columns each), one or two tiles.
     c.block_m = tokens <= 3 ? 8 : tokens == 16 ? 16 : tokens == 64 ? 32 : tokens == 200 ? 64 : 128;
     const int warpgroups = tokens == 1 || tokens == 16 ? 1 : 2;
-    // Two tiles per CTA at T = 200 and 1024 (Qwen3: 6 tiles of 128 columns, DeepSeek: 2).
+    // Two tiles per CTA at T = 200 (Qwen3: 6 tiles of 128 columns, DeepSeek: 2).
     c.gemm1 = GemmTile::wgmma_tile(128 * warpgroups, c.block_m == 128 ? 3 : 4, true, warpgroups, 1,
-                                   tokens == 200 || tokens == 1024 ? 2 : 1);
+                                   tokens == 200 ? 2 : 1);
     c.gemm1.f16_tokens = true;
+    // The dynamic schedule at T = 3, 16 and 1024: one warpgroup and two, blocks of 8, 16, 128.
+    if (tokens == 3 || tokens == 16 || tokens == 1024)
+      c.gemm1.schedule = MoeSchedule::dynamic;
     c.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
     return c;
   }

@@ -67,9 +67,12 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
     CHECK((*variant)->spill_bytes == 0);
     for (const std::string& warning : (*variant)->warnings)
       CHECK(warning.find("C75") == std::string::npos);
-    if (config.gemm1.stream_k()) // template value tiles = 0
+    const GemmTile& tile = (*variant)->name_expression.find("moe_wgmma1") != std::string::npos
+                               ? config.gemm1
+                               : config.gemm2;
+    if (tile.stream_k()) // template value tiles = 0
       CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos);
-    if (config.gemm1.dynamic()) // template value tiles = 1024
+    if (tile.dynamic()) // template value tiles = 1024
       CHECK((*variant)->name_expression.find(", 1024, 0LL>") != std::string::npos);
   }
   return wgmma_variants;
@@ -547,15 +550,18 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
 }
 
 namespace {
-GemmTile f16_tokens_tile(int warpgroups, int stages, int tiles = 1) {
+GemmTile f16_tokens_tile(int warpgroups, int stages, int tiles = 1,
+                         MoeSchedule schedule = MoeSchedule::fixed) {
   GemmTile t = GemmTile::wgmma_tile(128 * warpgroups, stages, true, warpgroups, 1, tiles);
   t.f16_tokens = true;
+  t.schedule = schedule;
   return t;
 }
 } // namespace
 
-TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fixed schedule; "
-          "kept by the JSON, their variants compile without spills or serialized wgmma") {
+TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fixed or dynamic "
+          "schedule; kept by the JSON, their variants compile without spills or serialized "
+          "wgmma") {
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   const Arch sm90a{9, 0, true};
@@ -582,7 +588,19 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   CHECK(refused(qwen, bad).find("f16_tokens needs swap_ab") != std::string::npos);
   bad = c;
   bad.gemm1.split_k = 2;
-  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed schedule") !=
+  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed or dynamic schedule") !=
+        std::string::npos);
+  bad = c;
+  bad.gemm1.schedule = MoeSchedule::stream_k;
+  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed or dynamic schedule") !=
+        std::string::npos);
+  // The dynamic schedule: one tile at a time from its counter.
+  bad = c;
+  bad.gemm1.schedule = MoeSchedule::dynamic;
+  CHECK(refused(qwen, bad).empty());
+  CHECK(bad.gemm1.describe() == "wgmma-swap n256 g2 s3 dyn f16");
+  bad.gemm1.tiles = 3;
+  CHECK(refused(qwen, bad).find("f16_tokens with the dynamic schedule needs tiles 1") !=
         std::string::npos);
   bad = c;
   bad.gemm1.tiles = 4; // 6 tiles of 128 columns
@@ -633,7 +651,12 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
         std::pair{mixtral,
                   MoeTileConfig{64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(128, 4, false, 1)}},
         std::pair{mixtral, MoeTileConfig{128, f16_tokens_tile(2, 3), gemm2}},
-        std::pair{qwen, MoeTileConfig{128, f16_tokens_tile(2, 3, 3), gemm2}}})
+        std::pair{qwen, MoeTileConfig{128, f16_tokens_tile(2, 3, 3), gemm2}},
+        // The dynamic schedule: four producer warps share the counter's tiles.
+        std::pair{mixtral,
+                  MoeTileConfig{128, f16_tokens_tile(2, 3, 1, MoeSchedule::dynamic), gemm2}},
+        std::pair{qwen, MoeTileConfig{64, f16_tokens_tile(1, 4, 1, MoeSchedule::dynamic),
+                                      GemmTile::wgmma_tile(128, 4, false, 1)}}})
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 

@@ -132,16 +132,22 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
   // FP8 GEMM1 on the f16 copy of the tokens, two warpgroups (64 output columns each), from 16
   // tokens an expert: blocks that hold all of an expert's tokens, half of them, or (at most 128)
   // twice the average, which holds the experts routed more than average in one block; as deep a
-  // pipeline as fits, one or several tiles per CTA (the rules refuse counts that do not divide).
+  // pipeline as fits, one or several tiles per CTA (the rules refuse counts that do not divide),
+  // or the dynamic schedule (tiles from a counter: no pipeline fill per CTA).
   if (s.dtype == MoeDType::fp8 && per_expert >= 16)
     for (int m : {bm, bm / 2, bm * 2})
       if (m >= 16 && m <= 128)
-        for (int stages : {3, 4, 5, 6})
+        for (int stages : {3, 4, 5, 6}) {
           for (int tiles : {1, 2, 3, 4, 6, 7}) {
             GemmTile t = wgmma_tile(256, stages, true, 2, 1, tiles);
             t.f16_tokens = true;
             add(m, 1, t);
           }
+          GemmTile t = wgmma_tile(256, stages, true, 2);
+          t.f16_tokens = true;
+          t.schedule = MoeSchedule::dynamic;
+          add(m, 1, t);
+        }
   const auto [mma_m, mma_list] = mma_tiles(per_expert);
   for (int gemm : {1, 2})
     for (const GemmTile& t : mma_list)
