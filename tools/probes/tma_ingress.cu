@@ -113,5 +113,9 @@ int main() {
   run<8, 1>("HBM", hbm_buffer, hbm_bytes, sms);
   run<3, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
   run<4, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
+  run<5, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
+  run<6, 2>("HBM", hbm_buffer, hbm_bytes, sms, 1200);
+  run<3, 2>("HBM", hbm_buffer, hbm_bytes, sms, 600);
+  run<4, 2>("HBM", hbm_buffer, hbm_bytes, sms, 600);
   return 0;
 }
