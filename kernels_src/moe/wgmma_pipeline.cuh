@@ -75,13 +75,16 @@ struct MoeWgmma {
   // accumulators a thread, and the A fragments). 0: no move.
   // Likewise k_t16 in two warpgroups (TOK accumulators a thread and a stage of A fragments);
   // under the dynamic schedule its producers keep its state too (the tile from the counter,
-  // the block's rows): 40 registers spilled 12 bytes there, 56 none (and 224 for the consumers).
+  // the block's rows): 40 registers spilled 12 bytes there, 56 none. The consumers take the rest
+  // of the launch's share (232 against 40, 224 against 56).
   static constexpr int k_producer_regs = FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16)
                                              ? (TILES == k_tiles_dynamic ? 56 : 40)
                                              : 0;
-  static constexpr int k_consumer_regs = k_producer_regs == 0    ? 0
-                                         : k_producer_regs == 56 ? 224
-                                                                 : 232;
+  static constexpr int k_consumer_regs =
+      k_producer_regs == 0
+          ? 0
+          : (65536 / k_threads / 8 * 8 * k_threads - k_producer_regs * 32 * k_producer_warps) /
+                k_consumers / 8 * 8;
   static constexpr int k_stage_bytes = BW * 128 + k_t_tile_bytes;
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
   // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
