@@ -1,7 +1,9 @@
 // The two grouped GEMMs of the MoE layer on Hopper warp-group MMA (wgmma, sm_90a only), for
 // e4m3 (W8A8 per tensor) and bf16; same contract and epilogues as moe/gemm.cu:
-//   GEMM1  A = hidden [T, K] gathered by slot / top_k, weights w13[e] [2N, K] (gate rows, then
-//          up rows); epilogue silu(gate) * up, in sorted order (moe_intermediate_row) into the
+//   GEMM1  A = hidden [T, K] gathered by slot / top_k (the f16-token tiles: its f16 copy, in
+//          token order gathered alike, or in sorted order loaded through tokens_map, one TMA box
+//          per stage and K half), weights w13[e] [2N, K] (gate rows, then up rows); epilogue
+//          silu(gate) * up, in sorted order (moe_intermediate_row) into the
 //          intermediate [max padded, N] as e4m3 (divided by the static scale a2) or bf16.
 //   GEMM2  A = the block's TOK intermediate rows, one TMA box per stage (no gather), weights
 //          w2[e] [N, K]; epilogue times the router weight in fp32, per slot into slot_out
@@ -262,6 +264,8 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
     if constexpr (G::k_producer_regs != 0)
       warpgroup_release_registers<G::k_producer_regs>();
+    if (static_cast<int>(threadIdx.x) >= G::k_consumers + G::k_producers)
+      return; // a warp that loads nothing (k_producer_warps)
     // One producer warp per CTA of a token block in use.
     const int blocks = *num_post_padded / G::k_tok;
     const MoeDependence dep = moe_producer_dependence<G>(
@@ -377,6 +381,8 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
     if constexpr (G::k_producer_regs != 0)
       warpgroup_release_registers<G::k_producer_regs>();
+    if (static_cast<int>(threadIdx.x) >= G::k_consumers + G::k_producers)
+      return; // a warp that loads nothing (k_producer_warps)
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
     const MoeDependence dep =
         moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
@@ -430,7 +436,8 @@ moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
-moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden,
+moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
+                const unsigned char* __restrict__ hidden,
                 const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a1_scale,
                 const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
@@ -484,7 +491,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const unsigned char* __restrict__ hidden
     if (handoff) // GEMM2 takes the block once all its tiles are in
       moe_handoff_signal(scratch, b.m_block);
   };
-  moe_wgmma_run<G>(w13_map, hidden, nullptr, sorted_ids, expert_ids, num_post_padded, num_slots,
+  moe_wgmma_run<G>(w13_map, hidden, &tokens_map, sorted_ids, expert_ids, num_post_padded, num_slots,
                    top_k, N, group_blocks, MoeDependence{}, scratch, epilogue);
 }
 
@@ -544,22 +551,27 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
-// warps (normal GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic
+// warps (normal and f16-token GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic
 // shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 copy of its B
 // operand (normal: the weights, 2 * BW * 128; swap-AB: the tokens, 4 * WGS * TOK * 128), and
 // 1024 bytes of alignment slack. The
 // weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
 // (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle. GEMM2's intermediate map:
-// {K bytes, max padded rows, 1} in boxes of {128, TOK, 1}, 128-byte swizzle.
+// {K bytes, max padded rows, 1} in boxes of {128, TOK, 1}, 128-byte swizzle. GEMM1's tokens_map
+// (read by the sorted f16-token tiles only, SWAP 3; the others get any valid map): the f16 copy
+// of the tokens in sorted order, {2 K bytes, its rows, 1} in boxes of {128, TOK, 1}, 128-byte
+// swizzle. GEMM1's hidden: the tokens in e4m3, or their f16 copy in token order (SWAP 2).
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
-  const __grid_constant__ TmaDesc w13_map, const unsigned char *__restrict__ hidden,               \
+  const __grid_constant__ TmaDesc w13_map, const __grid_constant__ TmaDesc tokens_map,             \
+      const unsigned char *__restrict__ hidden,                                                    \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a1_scale,                 \
       const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
       unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch, int handoff,  \
       int group_blocks, int num_tokens, int top_k
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
-  w13_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale, a2_scale,         \
+  w13_map, tokens_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale,       \
+      a2_scale,                                                                                    \
       intermediate, scratch, handoff, group_blocks, num_tokens, top_k
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
   const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \

@@ -40,18 +40,24 @@ inline constexpr int k_scratch_ints = k_handoff_counters + k_handoff_blocks;
 // The template value TILES of the dynamic schedule (0 is stream-K, 1-16 tiles per CTA).
 inline constexpr int k_tiles_dynamic = 1024;
 
-// SWAP: 0 the normal orientation, 1 swap-AB, 2 swap-AB reading an f16 copy of the tokens (FP8
-// GEMM1: k_t16 below).
+// SWAP: 0 the normal orientation, 1 swap-AB, 2 and 3 swap-AB reading an f16 copy of the tokens
+// (FP8 GEMM1: k_t16 below), 2 in token order, 3 in sorted order.
 template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
           int SPLITK, int TILES>
 struct MoeWgmma {
   static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
   // FP8 GEMM1, swap-AB, for many tokens an expert: the tokens come from a copy converted to f16
   // once per call (moe/tokens_f16.cu, in the k order of the register-A fragments), so no CTA
-  // converts its token tile: the producers gather the f16 rows (256 bytes a row and stage, two
-  // 128-byte halves of K), and the wgmmas read them from the stage. The warpgroups split the
-  // output columns, 64 each (their gate and up rows), over the same tokens.
-  static constexpr bool k_t16 = SWAP == 2;
+  // converts its token tile, and the wgmmas read them from the stage (256 bytes a row and stage,
+  // two 128-byte halves of K). The warpgroups split the output columns, 64 each (their gate and
+  // up rows), over the same tokens. The copy is in one of two orders (the host's rule,
+  // moe_f16_tokens_sorted):
+  //   SWAP 2, token order [T, K]: the producers gather the block's rows (cp.async);
+  //   SWAP 3, sorted order (row p: the token of slot sorted_ids[p]): one producer loads the
+  //           block's rows as two TMA boxes a stage. No gather, but the copy holds top_k rows per
+  //           token.
+  static constexpr bool k_t16 = SWAP == 2 || SWAP == 3;
+  static constexpr bool k_t16_sorted = SWAP == 3;
   // Bytes of the gathered token rows per byte of the weights' K (f16 tokens: 2 per e4m3 value).
   static constexpr int k_t_bytes_per_k = k_t16 ? 2 : 1;
   static constexpr int k_a_row_bytes = k_k_bytes * k_t_bytes_per_k; // a gathered token row
@@ -62,24 +68,28 @@ struct MoeWgmma {
   static constexpr int k_consumers = 128 * WGS;
   // Producer warps: the normal orientation's GEMM1 gathers 64 * WGS token rows per stage (eight
   // 16-byte cp.async per row), too many instructions for one warp to keep up with the tensor
-  // cores; four warps share them. Everything else has one (GEMM2 gathers nothing). The host
-  // launches the same count (runtime/ops/moe_config.cpp, GemmTile::threads); the kernels'
-  // launch bounds use k_threads.
+  // cores; four warps share them (k_producers threads load), and so do the f16-token GEMM1's in
+  // token order (16 per row). Everything else loads with one (GEMM2 and the sorted f16-token
+  // GEMM1 gather nothing); the sorted f16-token GEMM1 still launches a whole producer warpgroup,
+  // whose registers its consumers take (k_producer_regs; an SM quarter holds three of 9 warps at
+  // 168 registers), and its other three warps exit. The host launches the same count
+  // (runtime/ops/moe_config.cpp, GemmTile::threads); the launch bounds use k_threads.
   static constexpr int k_producer_warps = GATED && (!SWAP || k_t16) ? 4 : 1;
-  static constexpr int k_producers = 32 * k_producer_warps;
-  static constexpr int k_threads = k_consumers + k_producers;
+  static constexpr int k_producers = GATED && (!SWAP || SWAP == 2) ? 128 : 32;
+  static constexpr int k_threads = k_consumers + 32 * k_producer_warps;
   static constexpr int k_w_tile_bytes = BW * 128;
   // Registers moved from the producer warpgroup to the consumers (setmaxnreg), for tiles whose
   // consumers need more than an even share of the register file (65536 / k_threads, 168 at 384
   // threads): the normal orientation's FP8 GEMM1 256 columns wide in two warpgroups (128
   // accumulators a thread, and the A fragments). 0: no move.
   // Likewise k_t16 in two warpgroups (TOK accumulators a thread and a stage of A fragments);
-  // under the dynamic schedule its producers keep its state too (the tile from the counter,
-  // the block's rows): 40 registers spilled 12 bytes there, 56 none. The consumers take the rest
-  // of the launch's share (232 against 40, 224 against 56).
-  static constexpr int k_producer_regs = FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16)
-                                             ? (TILES == k_tiles_dynamic ? 56 : 40)
-                                             : 0;
+  // under the dynamic schedule the gathering producers keep its state too (the tile from the
+  // counter, the block's rows): 40 registers spilled 12 bytes there, 56 none. The consumers take
+  // the rest of the launch's share (232 against 40, 224 against 56).
+  static constexpr int k_producer_regs =
+      FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16)
+          ? (TILES == k_tiles_dynamic && !k_t16_sorted ? 56 : 40)
+          : 0;
   static constexpr int k_consumer_regs =
       k_producer_regs == 0
           ? 0
@@ -98,8 +108,9 @@ struct MoeWgmma {
   static constexpr bool k_packed = SWAP && GATED && BW == 64;
   static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
-  // GEMM2 loads its token rows with TMA (no gather): the stage's only arrival is the producer's.
-  static constexpr bool k_a_tma = !GATED;
+  // GEMM2 and the sorted f16-token GEMM1 load their token rows with TMA (no gather): the stage's
+  // only arrival is the producer's.
+  static constexpr bool k_a_tma = !GATED || k_t16_sorted;
   static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + k_producers;
   // Weight tiles per CTA, one after the other through one continuous pipeline (the next tile's
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
@@ -150,7 +161,7 @@ struct MoeWgmma {
   static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
   static_assert(k_producer_regs == 0 ||
                     (k_producer_warps == 4 &&
-                     k_producer_regs * k_producers + k_consumer_regs * k_consumers <=
+                     k_producer_regs * 128 + k_consumer_regs * k_consumers <=
                          65536 / k_threads / 8 * 8 * k_threads),
                 "registers move between whole warpgroups, within the launch's share");
 };
@@ -257,7 +268,8 @@ __device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const T
   }
 }
 // Token rows of step kt: GEMM1 gathers them from `a` by a_rows (cp.async, each producer thread
-// arriving once its copies have landed); GEMM2 loads rows m_block * TOK.. of `a_map` (TMA).
+// arriving once its copies have landed); GEMM2 and the sorted f16-token GEMM1 load rows m_block *
+// TOK.. of `a_map` (TMA; f16 tokens: two boxes, the stage's two 128-byte halves of K).
 template <class G>
 __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const unsigned char* a,
                                                 const TmaDesc* a_map, const int* a_rows, int kt,
@@ -267,8 +279,11 @@ __device__ __forceinline__ void moe_load_tokens(const MoeWgmmaBlock& b, const un
   const unsigned t_tile = b.tiles + (kt % G::k_stages_value) * G::k_stage_bytes + G::k_w_tile_bytes;
   if constexpr (G::k_a_tma) {
     if (producer == 0) {
-      mbarrier_arrive_expect_tx(full, G::k_tok * 128);
-      tma_load_3d(t_tile, a_map, full, k_byte, m_block * G::k_tok, 0);
+      mbarrier_arrive_expect_tx(full, G::k_t_tile_bytes);
+#pragma unroll
+      for (int half = 0; half < G::k_t_bytes_per_k; ++half)
+        tma_load_3d(t_tile + half * G::k_tok * 128, a_map, full,
+                    G::k_t_bytes_per_k * k_byte + half * 128, m_block * G::k_tok, 0);
     }
   } else {
     // Each thread copies the same 16-byte chunk g of every k_rows_per_pass-th row (its
@@ -464,9 +479,10 @@ moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned lon
   return true;
 }
 
-// The producer warps meet (the f16-token GEMM1 has four; named barrier 8 is theirs).
+// The loading producer warps meet (the normal orientation's GEMM1 and the f16-token GEMM1 in
+// token order have four; named barrier 8 is theirs).
 template <class G> __device__ __forceinline__ void moe_producers_sync() {
-  if constexpr (G::k_producer_warps == 1)
+  if constexpr (G::k_producers == 32)
     __syncwarp();
   else
     named_barrier(8, G::k_producers);

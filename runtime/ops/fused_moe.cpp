@@ -97,12 +97,16 @@ runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream
   return launch;
 }
 
-// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread.
-llvm::Error launch_tokens_f16(runtime::Engine& engine, CUdeviceptr hidden, CUdeviceptr out,
-                              int64_t tokens, int64_t h, CUstream stream) {
-  const runtime::LaunchConfig launch = grid_stride_launch(tokens * h / 16, 8, stream);
-  return launch_variant(engine, k_tokens_f16, {tokens}, launch, hidden, out,
-                        static_cast<int>(tokens), static_cast<int>(h));
+// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread:
+// in token order, or in the sorted order of the slots (up to `rows` rows) for `sorted`.
+llvm::Error launch_tokens_f16(runtime::Engine& engine, bool sorted, CUdeviceptr hidden,
+                              CUdeviceptr sorted_ids, CUdeviceptr npp, CUdeviceptr out,
+                              int64_t tokens, int64_t top_k, int64_t h, int64_t rows,
+                              CUstream stream) {
+  const runtime::LaunchConfig launch = grid_stride_launch(rows * h / 16, 8, stream);
+  return launch_variant(engine, k_tokens_f16, {sorted ? 1 : 0, tokens}, launch, hidden, sorted_ids,
+                        npp, out, static_cast<int>(tokens), static_cast<int>(top_k),
+                        static_cast<int>(h));
 }
 
 } // namespace
@@ -213,7 +217,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       continue;
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     if (gemm == 1 && tile.f16_tokens) // the tokens in f16, once for all of GEMM1's CTAs
-      if (auto err = launch_tokens_f16(engine, t.hidden.data, tokens_f16, tokens, s.hidden, stream))
+      if (auto err = launch_tokens_f16(engine, f16_tokens_sorted(s), t.hidden.data, sorted, npp,
+                                       tokens_f16, tokens, s.top_k, s.hidden, l.tokens_f16_rows,
+                                       stream))
         return err;
     runtime::LaunchConfig launch;
     const int64_t rows = gemm_rows(s, gemm);
@@ -261,10 +267,24 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         launch.grid[0] = *ctas;
       }
       if (gemm == 1) {
-        err = engine.launch(**variant, launch, *map, tile.f16_tokens ? tokens_f16 : t.hidden.data,
-                            sorted, expert_ids, npp, t.a1_scale.data, t.w13_scale.data,
-                            t.a2_scale.data, inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens,
-                            top_k);
+        // The sorted f16-token tiles' tokens: the f16 copy, one box of block_m rows per K half
+        // and stage. The other tiles read no map there, so they get the weights' again; the
+        // f16-token tiles in token order gather from the copy instead of hidden.
+        const bool sorted_copy = tile.f16_tokens && f16_tokens_sorted(s);
+        CUtensorMap tokens_map = *map;
+        if (sorted_copy) {
+          auto f16_map = runtime::tensor_map_u8_3d(
+              tokens_f16,
+              {static_cast<uint64_t>(2 * s.hidden), static_cast<uint64_t>(l.tokens_f16_rows), 1},
+              {128, static_cast<uint32_t>(config.block_m), 1});
+          if (!f16_map)
+            return f16_map.takeError();
+          tokens_map = *f16_map;
+        }
+        err = engine.launch(**variant, launch, *map, tokens_map,
+                            tile.f16_tokens && !sorted_copy ? tokens_f16 : t.hidden.data, sorted,
+                            expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
+                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -332,7 +352,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
     add(k_align, align_values(s.experts, config.block_m, moe_slot_order(config), count));
     if (config.gemm1.f16_tokens)
-      add(k_tokens_f16, {count});
+      add(k_tokens_f16, {f16_tokens_sorted(s) ? 1 : 0, count});
     add(gemm_index(1, s.dtype, config.gemm1.kernel),
         gemm_values(s, 1, config.block_m, config.gemm1, count));
     add(gemm_index(2, s.dtype, config.gemm2.kernel),

@@ -32,9 +32,10 @@ namespace specjit::ops {
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
 //   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, split_k,
 //                             tiles, num_tokens>
-//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; swap_ab 2: f16 tokens)
+//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; swap_ab 2 and 3: f16 tokens
+//     in token or sorted order)
 //   moe_reduce<top_k, num_tokens>
-//   moe_tokens_f16<num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
+//   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
 runtime::KernelDef moe_route_kernel();
 runtime::KernelDef moe_align_kernel();
 runtime::KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, // gemm: 1 or 2
@@ -56,8 +57,11 @@ struct MoeWorkspaceLayout {
   // GEMMs, then the partial sums of stream-K tiles split between CTAs.
   size_t stream_k = 0;
   int64_t counter_ints = 0;
-  // FP8: the f16 copy of hidden [T, H] that GEMM1 tiles with f16_tokens read (moe_tokens_f16).
+  // FP8: the f16 copy of the tokens that GEMM1 tiles with f16_tokens read (moe_tokens_f16),
+  // [tokens_f16_rows, H]: in token order, or (top_k <= 2) in the slots' sorted (padded) order,
+  // row p the token of sorted_ids[p].
   size_t tokens_f16 = 0;
+  int64_t tokens_f16_rows = 0;
   size_t bytes = 0;       // total
   int64_t max_padded = 0; // capacity of sorted_ids (any block_m <= 256)
 };

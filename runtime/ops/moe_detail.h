@@ -13,6 +13,17 @@ inline constexpr int k_route_warps = 8;      // kernels_src/moe/route.cu
 inline constexpr int k_align_threads = 1024; // kernels_src/moe/align.cu
 inline constexpr int k_max_block_m = 256;
 inline constexpr int k_min_block_m = 8; // sizes expert_ids in the workspace
+// The f16-token GEMM1 tiles' largest block (moe_config.cpp's rule); sizes their sorted f16 copy
+// of the tokens in the workspace (MoeWorkspaceLayout::tokens_f16).
+inline constexpr int k_max_f16_tokens_block_m = 128;
+// The order of the f16-token GEMM1 tiles' copy of the tokens (moe_tokens_f16; the GEMM1 variant's
+// swap_ab value 3 or 2): sorted for models of up to k_f16_tokens_sorted_top_k experts a token,
+// token order above. The sorted copy spares GEMM1 its gather (a row's 16 cp.async, 6-13 % of its
+// time), but holds top_k rows a token: on the H200, Mixtral (top 2) 5-10 % faster with it,
+// Qwen3 and DeepSeek (top 8) 19-28 % slower (docs/bench/moe-decode-experiments-h200.txt,
+// section 46 (f)).
+inline constexpr int64_t k_f16_tokens_sorted_top_k = 2;
+inline bool f16_tokens_sorted(const MoeShape& s) { return s.top_k <= k_f16_tokens_sorted_top_k; }
 inline constexpr int64_t k_max_grid_y = 65535;
 inline constexpr int64_t k_max_grid_x = 2147483647;
 

@@ -59,7 +59,11 @@ KernelDef moe_reduce_kernel() {
 }
 
 KernelDef moe_tokens_f16_kernel() {
-  return {"moe_tokens_f16", "moe/tokens_f16.cu", "specjit_kernels::moe_tokens_f16", {tokens()}, {}};
+  return {"moe_tokens_f16",
+          "moe/tokens_f16.cu",
+          "specjit_kernels::moe_tokens_f16",
+          {raw("sorted"), tokens()},
+          {}};
 }
 
 std::vector<KernelDef> moe_kernels() {
@@ -125,7 +129,7 @@ std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, c
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n,         k,         t.f16_tokens ? 2 : t.swap_ab ? 1 : 0,
+    return {n,         k,         !t.f16_tokens ? (t.swap_ab ? 1 : 0) : f16_tokens_sorted(shape) ? 3 : 2,
             block_m,   t.block_n, t.warpgroups,
             t.stages,  t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
             num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic

@@ -61,8 +61,14 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeShape& s, int64_t num_tokens) {
   take(l.slot_out, slots * s.hidden * 2);
   take(l.stream_k, k_stream_k_scratch_bytes);
   l.counter_ints = k_scratch_ints;
-  if (s.dtype == MoeDType::fp8)
-    take(l.tokens_f16, num_tokens * s.hidden * 2);
+  // In token order, or in sorted (padded) order for blocks of up to k_max_f16_tokens_block_m (a
+  // GEMM1 stage loads a token block's rows as one box).
+  if (s.dtype == MoeDType::fp8) {
+    l.tokens_f16_rows = f16_tokens_sorted(s)
+                            ? moe_max_padded(slots, s.experts, k_max_f16_tokens_block_m)
+                            : num_tokens;
+    take(l.tokens_f16, l.tokens_f16_rows * s.hidden * 2);
+  }
   l.bytes = at;
   return l;
 }

@@ -561,6 +561,19 @@ TEST_CASE("every GEMM kernel and orientation is right at every token count (Qwen
     }
 }
 
+// The f16-token GEMM1 reads its copy of the tokens in sorted order, as TMA boxes, for models of
+// top_k <= 2 (the Qwen3 and DeepSeek runs above take the token-order copy, gathered): the same
+// forced tiles (fixed and dynamic schedules, one and two warpgroups, blocks of 8 to 128) on
+// Mixtral.
+TEST_CASE("the f16-token GEMM1 on the sorted copy is right at every token count (Mixtral)") {
+  if (!specjit::test::gpu_or_skip("fused_moe sorted f16 tokens"))
+    return;
+  if (forced_selected("f16_tokens", MoeDType::fp8))
+    run_model(k_mixtral, Forced::wgmma_f16_tokens, MoeHandoff::always);
+  else
+    MESSAGE("skipped by SPECJIT_FORCED_ONLY: f16_tokens fp8");
+}
+
 // The block hand-off (GEMM2 taking each token block once GEMM1 has written it) is on in every
 // forced case above, and in the default FP8 ones from 32 tokens an expert on. Here, the default
 // rule's tiles at every T with it never and always, the latter three calls on one workspace

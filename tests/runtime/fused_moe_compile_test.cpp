@@ -629,19 +629,28 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
                "\"f16_tokens\":2");
   CHECK(summarize(parse_moe_config_table(text).takeError())
             .message.find("'f16_tokens' must be a boolean") != std::string::npos);
-  // The copy kernel is among the call's variants; GEMM1's template value swap_ab is 2.
+  // The copy kernel is among the call's variants. Its order follows top_k: Qwen3 (top 8) in token
+  // order (GEMM1's template value swap_ab 2, the copy's sorted 0), Mixtral (top 2) in the sorted
+  // order (3 and 1).
   FusedMoeOptions options;
   options.config = c;
-  auto requests = fused_moe_variants(qwen, options, sm90a, {1024});
-  REQUIRE(static_cast<bool>(requests));
-  int copies = 0;
-  for (const VariantRequest& request : *requests) {
-    copies += request.def.id == "moe_tokens_f16";
-    if (request.def.id == "moe_wgmma1_fp8")
-      CHECK(request.values[2] == 2);
+  for (const auto& [shape, swap_ab] : {std::pair{qwen, 2}, std::pair{mixtral, 3}}) {
+    CHECK(moe_detail::f16_tokens_sorted(shape) == (swap_ab == 3));
+    auto requests = fused_moe_variants(shape, options, sm90a, {1024});
+    REQUIRE(static_cast<bool>(requests));
+    int copies = 0;
+    for (const VariantRequest& request : *requests) {
+      if (request.def.id == "moe_tokens_f16") {
+        ++copies;
+        CHECK(request.values[0] == (swap_ab == 3 ? 1 : 0));
+      }
+      if (request.def.id == "moe_wgmma1_fp8")
+        CHECK(request.values[2] == swap_ab);
+    }
+    CHECK(copies == 1);
   }
-  CHECK(copies == 1);
-  // Compiled: two warpgroups (registers moved from the producers) and one, blocks of 128 and 64.
+  // Compiled: two warpgroups (registers moved from the producers) and one, blocks of 128 and 64,
+  // both orders of the copy (Qwen3: gathered, Mixtral: TMA boxes).
   TempDir dir;
   Engine engine(test::config_in(dir));
   for (const auto& [shape, config] :
@@ -660,15 +669,23 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 
-TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch") {
+TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "
+          "row a token, or (top_k <= 2) a row a padded slot") {
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   MoeShape bf16 = qwen;
   bf16.dtype = MoeDType::bf16;
   for (int64_t tokens : {1, 1024, 4096}) {
     const MoeWorkspaceLayout fp8 = moe_workspace_layout(qwen, tokens);
     CHECK(fp8.tokens_f16 % 256 == 0);
     CHECK(fp8.tokens_f16 >= fp8.stream_k + moe_detail::k_stream_k_scratch_bytes);
+    CHECK(fp8.tokens_f16_rows == tokens);
     CHECK(fp8.tokens_f16 + static_cast<size_t>(tokens * qwen.hidden * 2) <= fp8.bytes);
+    // Sorted: every slot and the padding of blocks of up to 128 (each expert's last block).
+    const MoeWorkspaceLayout sorted = moe_workspace_layout(mixtral, tokens);
+    const int64_t rows = tokens * 2 + std::min<int64_t>(8, tokens * 2) * 127;
+    CHECK(sorted.tokens_f16_rows == rows);
+    CHECK(sorted.tokens_f16 + static_cast<size_t>(rows * mixtral.hidden * 2) <= sorted.bytes);
     // bf16 tiles never read an f16 copy: no region for it, the scratch ends the workspace.
     const MoeWorkspaceLayout b = moe_workspace_layout(bf16, tokens);
     CHECK(b.tokens_f16 == 0);
