@@ -51,7 +51,7 @@ struct MoeWgmma {
   // converts its token tile, and the wgmmas read them from the stage (256 bytes a row and stage,
   // two 128-byte halves of K). The warpgroups split the output columns, 64 each (their gate and
   // up rows), over the same tokens. The copy is in one of two orders (the host's rule,
-  // moe_f16_tokens_sorted):
+  // f16_tokens_sorted in runtime/ops/moe_detail.h):
   //   SWAP 2, token order [T, K]: the producers gather the block's rows (cp.async);
   //   SWAP 3, sorted order (row p: the token of slot sorted_ids[p]): one producer loads the
   //           block's rows as two TMA boxes a stage. No gather, but the copy holds top_k rows per
@@ -161,7 +161,7 @@ struct MoeWgmma {
   static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
   static_assert(k_producer_regs == 0 ||
                     (k_producer_warps == 4 &&
-                     k_producer_regs * 128 + k_consumer_regs * k_consumers <=
+                     k_producer_regs * 32 * k_producer_warps + k_consumer_regs * k_consumers <=
                          65536 / k_threads / 8 * 8 * k_threads),
                 "registers move between whole warpgroups, within the launch's share");
 };

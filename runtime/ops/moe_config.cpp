@@ -76,7 +76,9 @@ std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
   // outputs (one CTA an SM: nothing else would).
   if (std::string why = whole_tiles_rule(t, u); !why.empty())
     return "f16_tokens: " + why;
-  // TOK accumulators a thread (gate and up, 64 x block_m each) and a stage of A fragments.
+  // TOK accumulators a thread (gate and up, 64 x block_m each) and a stage of A fragments. The
+  // workspace's sorted f16 copy is padded for this largest block (moe_detail.h,
+  // k_max_f16_tokens_block_m).
   if (!is_pow2_in(u.block_m, 8, 128))
     return "f16_tokens needs block_m in 8, 16, 32, 64, 128";
   return "";

@@ -77,9 +77,10 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          block_m): the resident CTAs take whole tiles from a counter.
 //          f16_tokens (FP8 GEMM1, swap_ab, no split_k, block_m <= 128, fixed schedule with tiles
 //          1 to 64, or dynamic): the tokens are read from a copy converted to f16 once per call
-//          (moe_tokens_f16), not converted by every CTA; the warpgroups split the output columns
-//          (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of K.
-//          For many tokens an expert, where every CTA of an expert would convert the same
+//          (moe_tokens_f16; for top_k <= 2 in the slots' sorted order, loaded by TMA boxes
+//          instead of gathered), not converted by every CTA; the warpgroups split the output
+//          columns (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of
+//          K. For many tokens an expert, where every CTA of an expert would convert the same
 //          tokens.
 struct GemmTile {
   int block_n = 64;
