@@ -34,14 +34,7 @@ __global__ void __launch_bounds__(288, 1)
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;
   const unsigned full = shared_address(bars), empty = full + 8 * k_stages;
   const int tid = static_cast<int>(threadIdx.x);
-  if (tid == 0) {
-    for (int s = 0; s < k_stages; ++s) {
-      mbarrier_init(full + 8 * s, 1);
-      mbarrier_init(empty + 8 * s, 256);
-    }
-    mbarrier_init_fence();
-  }
-  __syncthreads();
+  probes::init_stage_barriers(full, empty, k_stages, 256);
   const long long t0 = clock64();
   if (tid >= 256) { // the producer warp; one thread issues
     if (tid == 256) {

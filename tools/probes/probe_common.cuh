@@ -1,5 +1,6 @@
-// Host scaffolding the probes in tools/probes share: a TMA tensor map in the MoE GEMMs' layout,
-// a timed launch and the mean of the per-CTA cycle counts the probe kernels record.
+// Scaffolding the probes in tools/probes share: a TMA tensor map in the MoE GEMMs' layout, a
+// stage ring's barriers, a timed launch and the mean of the per-CTA cycle counts the probe
+// kernels record.
 #pragma once
 
 #include "common/wgmma.cuh"
@@ -54,6 +55,20 @@ inline double mean_cycles(const long long* cycles, int ctas) {
   for (long long c : host)
     mean += static_cast<double>(c) / ctas;
   return mean;
+}
+
+// Thread 0 sets up a ring of `stages` stages: `full` barriers completed by one arrival (the TMA
+// issuer's arrive_expect_tx), `empty` ones by `empty_arrivals`; then the CTA meets.
+__device__ inline void init_stage_barriers(unsigned full, unsigned empty, int stages,
+                                           int empty_arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      specjit_kernels::mbarrier_init(full + 8 * s, 1);
+      specjit_kernels::mbarrier_init(empty + 8 * s, empty_arrivals);
+    }
+    specjit_kernels::mbarrier_init_fence();
+  }
+  __syncthreads();
 }
 
 } // namespace probes

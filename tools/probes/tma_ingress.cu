@@ -24,14 +24,7 @@ __global__ void __launch_bounds__(64, 1)
   constexpr unsigned k_stage_bytes = BOXES * 128 * 128;
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;
   const unsigned full = shared_address(bars), empty = full + 8 * STAGES;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(full + 8 * s, 1);
-      mbarrier_init(empty + 8 * s, 1);
-    }
-    mbarrier_init_fence();
-  }
-  __syncthreads();
+  probes::init_stage_barriers(full, empty, STAGES, 1);
   const long long t0 = clock64();
   if (threadIdx.x == 0) { // producer
     const int blocks = rows / 128;
