@@ -241,6 +241,22 @@ __device__ __forceinline__ void moe_normal_staged(const MoeWgmmaBlock& b, Reg&& 
   }
 }
 
+// The warps' roles once the pipeline is set up, in every schedule. A producer-warpgroup thread
+// gives its registers to the consumers (MoeWgmma::k_producer_regs) and then loads, unless its
+// warp is one that loads nothing (k_producer_warps launched for setmaxnreg's whole warpgroup,
+// k_producers loading): false, it leaves. A consumer thread takes the registers past the
+// producers' branch (there ptxas allocates the consumers' code for them; a claim before the
+// branch made the f16-token GEMM1 spill 676 bytes).
+template <class G> __device__ __forceinline__ bool moe_producer_starts() {
+  if constexpr (G::k_producer_regs != 0)
+    warpgroup_release_registers<G::k_producer_regs>();
+  return static_cast<int>(threadIdx.x) < G::k_consumers + G::k_producers;
+}
+template <class G> __device__ __forceinline__ void moe_consumer_starts() {
+  if constexpr (G::k_consumer_regs != 0)
+    warpgroup_claim_registers<G::k_consumer_regs>();
+}
+
 // The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
 // (K split across warpgroups and across the cluster) and then epilogue(b, acc) with b.tile set,
 // by the threads that hold the tile's sums. `d` (GEMM2): its tokens are the previous kernel's
@@ -262,10 +278,8 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    if constexpr (G::k_producer_regs != 0)
-      warpgroup_release_registers<G::k_producer_regs>();
-    if (static_cast<int>(threadIdx.x) >= G::k_consumers + G::k_producers)
-      return; // a warp that loads nothing (k_producer_warps)
+    if (!moe_producer_starts<G>())
+      return;
     // One producer warp per CTA of a token block in use.
     const int blocks = *num_post_padded / G::k_tok;
     const MoeDependence dep = moe_producer_dependence<G>(
@@ -273,8 +287,7 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
     moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, dep);
     return;
   }
-  if constexpr (G::k_consumer_regs != 0)
-    warpgroup_claim_registers<G::k_consumer_regs>();
+  moe_consumer_starts<G>();
   const int first_tile = b.tile;
 #pragma unroll 1
   for (int t = 0; t < G::k_tiles_per_cta; ++t) {
@@ -379,10 +392,8 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    if constexpr (G::k_producer_regs != 0)
-      warpgroup_release_registers<G::k_producer_regs>();
-    if (static_cast<int>(threadIdx.x) >= G::k_consumers + G::k_producers)
-      return; // a warp that loads nothing (k_producer_warps)
+    if (!moe_producer_starts<G>())
+      return;
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
     const MoeDependence dep =
         moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
@@ -390,8 +401,7 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
                            expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
-  if constexpr (G::k_consumer_regs != 0)
-    warpgroup_claim_registers<G::k_consumer_regs>();
+  moe_consumer_starts<G>();
   b.slot_of_row = slot_of_row;
   b.m_block = -1;
   const volatile int* published = ring;

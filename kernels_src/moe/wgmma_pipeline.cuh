@@ -75,7 +75,7 @@ struct MoeWgmma {
   // 168 registers), and its other three warps exit. The host launches the same count
   // (runtime/ops/moe_config.cpp, GemmTile::threads); the launch bounds use k_threads.
   static constexpr int k_producer_warps = GATED && (!SWAP || k_t16) ? 4 : 1;
-  static constexpr int k_producers = GATED && (!SWAP || SWAP == 2) ? 128 : 32;
+  static constexpr int k_producers = k_t16_sorted ? 32 : 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + 32 * k_producer_warps;
   static constexpr int k_w_tile_bytes = BW * 128;
   // Registers moved from the producer warpgroup to the consumers (setmaxnreg), for tiles whose

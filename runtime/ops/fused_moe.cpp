@@ -97,16 +97,15 @@ runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream
   return launch;
 }
 
-// hidden e4m3 [tokens, h] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread:
-// in token order, or in the sorted order of the slots (up to `rows` rows) for `sorted`.
-llvm::Error launch_tokens_f16(runtime::Engine& engine, bool sorted, CUdeviceptr hidden,
+// hidden e4m3 [tokens, H] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread:
+// in token order, or in the sorted order of the slots (f16_tokens_sorted; up to `rows` rows).
+llvm::Error launch_tokens_f16(runtime::Engine& engine, const MoeShape& s, CUdeviceptr hidden,
                               CUdeviceptr sorted_ids, CUdeviceptr npp, CUdeviceptr out,
-                              int64_t tokens, int64_t top_k, int64_t h, int64_t rows,
-                              CUstream stream) {
-  const runtime::LaunchConfig launch = grid_stride_launch(rows * h / 16, 8, stream);
-  return launch_variant(engine, k_tokens_f16, {sorted ? 1 : 0, tokens}, launch, hidden, sorted_ids,
-                        npp, out, static_cast<int>(tokens), static_cast<int>(top_k),
-                        static_cast<int>(h));
+                              int64_t tokens, int64_t rows, CUstream stream) {
+  const runtime::LaunchConfig launch = grid_stride_launch(rows * s.hidden / 16, 8, stream);
+  return launch_variant(engine, k_tokens_f16, tokens_f16_values(s, tokens), launch, hidden,
+                        sorted_ids, npp, out, static_cast<int>(tokens), static_cast<int>(s.top_k),
+                        static_cast<int>(s.hidden));
 }
 
 } // namespace
@@ -217,9 +216,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       continue;
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     if (gemm == 1 && tile.f16_tokens) // the tokens in f16, once for all of GEMM1's CTAs
-      if (auto err = launch_tokens_f16(engine, f16_tokens_sorted(s), t.hidden.data, sorted, npp,
-                                       tokens_f16, tokens, s.top_k, s.hidden, l.tokens_f16_rows,
-                                       stream))
+      if (auto err = launch_tokens_f16(engine, s, t.hidden.data, sorted, npp, tokens_f16, tokens,
+                                       l.tokens_f16_rows, stream))
         return err;
     runtime::LaunchConfig launch;
     const int64_t rows = gemm_rows(s, gemm);
@@ -352,7 +350,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     add(k_route, {s.experts, s.top_k, options.renormalize ? 1 : 0, count});
     add(k_align, align_values(s.experts, config.block_m, moe_slot_order(config), count));
     if (config.gemm1.f16_tokens)
-      add(k_tokens_f16, {f16_tokens_sorted(s) ? 1 : 0, count});
+      add(k_tokens_f16, tokens_f16_values(s, count));
     add(gemm_index(1, s.dtype, config.gemm1.kernel),
         gemm_values(s, 1, config.block_m, config.gemm1, count));
     add(gemm_index(2, s.dtype, config.gemm2.kernel),

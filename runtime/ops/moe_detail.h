@@ -98,6 +98,9 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 // The template values of moe_align (moe_align_kernel), for its launch and the manifest's variants.
 std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
                                   int64_t num_tokens);
+// The template values of moe_tokens_f16 (moe_tokens_f16_kernel): the copy's order by
+// f16_tokens_sorted, for its launch and the manifest's variants.
+std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
 // The template values of a GEMM variant (see moe_gemm_kernel for their names).
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens);

@@ -124,6 +124,10 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
   return {experts, block_m, order == MoeSlotOrder::stable ? 1 : 0, num_tokens};
 }
 
+std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens) {
+  return {f16_tokens_sorted(shape) ? 1 : 0, num_tokens};
+}
+
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
                                  int64_t num_tokens) {
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
