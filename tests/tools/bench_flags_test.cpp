@@ -1,8 +1,12 @@
 // specjit-bench moe's flags are checked before anything touches a device, so a bad list or value
-// is named on a machine without a GPU (and without the driver) too.
+// is named on a machine without a GPU (and without the driver) too; moe-routing needs no GPU at
+// all.
 #include "test_support.h"
 
 #include <doctest/doctest.h>
+
+#include <string>
+#include <tuple>
 
 #ifdef SPECJIT_BENCH
 
@@ -45,6 +49,32 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad 
   CHECK_MESSAGE(tune.err.find("--tune-routings takes a count from 1 to 100, not '0'") !=
                     std::string::npos,
                 tune.err);
+}
+
+TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and names bad flags") {
+  specjit::test::TempDir dir;
+  const std::string json = dir.path() + "/routing.json";
+  specjit::test::ProcessResult run =
+      specjit::test::run_process({SPECJIT_BENCH, "moe-routing", "--models", "mixtral", "--tokens",
+                                  "1024", "--routings", "3", "--json", json},
+                                 {"TMPDIR=" + dir.path()});
+  CHECK_MESSAGE(run.exit_code == 0, run.err);
+  // Seed 42 (the main figures' routing): 8 experts, 19 blocks of 128, 2144 swap-AB MMA columns,
+  // 2240 normal-orientation rows (docs/bench/moe-decode-experiments-h200.txt, section 48 (a)).
+  CHECK_MESSAGE(run.out.find("   42        8     19         2144        2240") != std::string::npos,
+                run.out);
+  CHECK(specjit::test::read_file(json).find("\"swap_columns\": 2144") != std::string::npos);
+
+  for (const auto& [flag, value, message] :
+       {std::tuple{"--tokens", "abc", "--tokens must be an integer in [1, 4096], got 'abc'"},
+        std::tuple{"--tokens", "5000", "--tokens must be an integer in [1, 4096], got '5000'"},
+        std::tuple{"--routings", "-1", "--routings must be an integer in [0, 1000], got '-1'"},
+        std::tuple{"--block-m", "12", "--block-m must be a multiple of 8, got 12"}}) {
+    specjit::test::ProcessResult bad = specjit::test::run_process(
+        {SPECJIT_BENCH, "moe-routing", flag, value}, {"TMPDIR=" + dir.path()});
+    CHECK(bad.exit_code == 2);
+    CHECK_MESSAGE(bad.err.find(message) != std::string::npos, bad.err);
+  }
 }
 
 #endif

@@ -3,7 +3,9 @@
 //   specjit-bench recompile-trace   what each num_tokens policy costs a serving trace
 //   specjit-bench inv-rope          the fused inverse-RoPE + FP8 quantization kernel
 //   specjit-bench moe               the fused MoE layer (and --tune: its tile table)
+//   specjit-bench moe-routing       the moe benchmark's routings and their token blocks (no GPU)
 #include "bench_common.h"
+#include "moe_routing.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -12,7 +14,7 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe [flags]\n"
+    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -25,7 +27,9 @@ int main(int argc, char** argv) {
     return run_inv_rope_bench(argc, argv);
   if (mode == "moe")
     return run_moe_bench(argc, argv);
+  if (mode == "moe-routing")
+    return run_moe_routing(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
-               << "'; expected engine, recompile-trace or inv-rope\n";
+               << "'; expected engine, recompile-trace, inv-rope, moe or moe-routing\n";
   return 2;
 }

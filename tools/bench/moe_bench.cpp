@@ -22,6 +22,7 @@
 #include "bench_common.h"
 #include "moe_candidates.h"
 #include "moe_harness.h"
+#include "moe_models.h"
 
 #include "runtime/driver.h"
 #include "runtime/ops/fused_moe.h"
@@ -42,33 +43,6 @@ using namespace specjit::ops;
 
 constexpr double k_stream_bytes_per_s = 4.46e12;
 constexpr uint32_t k_tune_seed0 = 1000; // --tune-routings' fresh routings: seeds 1001, 1002, ...
-
-struct Model {
-  const char* name;
-  MoeShape shape;
-  double peer_us[7]; // vLLM Triton GEMM-only, FP8, at k_tokens
-};
-
-const int64_t k_tokens[] = {1, 4, 16, 64, 256, 1024, 4096};
-const Model k_models[] = {
-    {"qwen3-30b-a3b",
-     {128, 8, 2048, 768, MoeDType::fp8},
-     {18.6, 41.5, 100.9, 152.2, 167.3, 211.6, 538.0}},
-    {"mixtral-8x7b",
-     {8, 2, 4096, 14336, MoeDType::fp8},
-     {101.4, 253.2, 327.7, 332.9, 385.6, 847.3, 2686.2}},
-    {"deepseek-v3-tp8",
-     {256, 8, 7168, 256, MoeDType::fp8},
-     {30.1, 53.9, 139.9, 302.6, 359.7, 464.1, 863.8}},
-    // Scaled shapes, only on request (--models mix16,ds512,mix32,ds1k4): two and four times the
-    // experts and the top-k, so the same tokens an expert over two and four times the weights.
-    // Against the reference shapes they separate a launch's fixed cost from its streaming rate
-    // (docs/moe.md, "Open").
-    {"mix16-x2", {16, 4, 4096, 14336, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
-    {"ds512-x2", {512, 16, 7168, 256, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
-    {"mix32-x4", {32, 8, 4096, 14336, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
-    {"ds1k4-x4", {1024, 32, 7168, 256, MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
-};
 
 // The token counts of --tokens (all of k_tokens when absent); false on a bad value.
 bool parse_token_counts(const Flags& flags, std::vector<int64_t>& counts) {

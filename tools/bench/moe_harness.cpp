@@ -1,10 +1,10 @@
 #include "moe_harness.h"
+#include "moe_routing.h"
 
 #include "bench_common.h"
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 #include <set>
 #include <thread>
 
@@ -114,11 +114,7 @@ Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_toke
 
 void set_router_logits(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,
                        int64_t rows, uint32_t seed) {
-  std::vector<float> logits(rows * s.experts);
-  std::mt19937 generator(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& l : logits)
-    l = normal(generator);
+  const std::vector<float> logits = router_logits(rows, s.experts, seed);
   must(drv.check(drv.cuMemcpyHtoD(b.logits, logits.data(), logits.size() * 4), "upload"), "upload");
 }
 
