@@ -69,7 +69,10 @@ TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and nam
        {std::tuple{"--tokens", "abc", "--tokens must be an integer in [1, 4096], got 'abc'"},
         std::tuple{"--tokens", "5000", "--tokens must be an integer in [1, 4096], got '5000'"},
         std::tuple{"--routings", "-1", "--routings must be an integer in [0, 1000], got '-1'"},
-        std::tuple{"--block-m", "12", "--block-m must be a multiple of 8, got 12"}}) {
+        std::tuple{"--block-m", "12", "--block-m must be a multiple of 8, got 12"},
+        std::tuple{"--models", "llama",
+                   "--models 'llama' names none of the models (by their first five letters): "
+                   "qwen3-30b-a3b"}}) {
     specjit::test::ProcessResult bad = specjit::test::run_process(
         {SPECJIT_BENCH, "moe-routing", flag, value}, {"TMPDIR=" + dir.path()});
     CHECK(bad.exit_code == 2);

@@ -81,6 +81,14 @@ int run_moe_routing(int argc, char** argv) {
                                       {"block_m", *block_m},
                                       {"routings", std::move(samples)}});
   }
+  if (rows.empty()) {
+    std::string known;
+    for (const Model& model : k_models)
+      known += std::string(known.empty() ? "" : ", ") + model.name;
+    llvm::errs() << "specjit-bench moe-routing: --models '" << models
+                 << "' names none of the models (by their first five letters): " << known << "\n";
+    return 2;
+  }
   const std::string json = flags.get("--json", "");
   if (!json.empty() && !write_report(json, llvm::json::Object{{"rows", std::move(rows)}}))
     return 1;
