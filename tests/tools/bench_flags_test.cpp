@@ -66,9 +66,9 @@ TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and nam
   CHECK(specjit::test::read_file(json).find("\"swap_columns\": 2144") != std::string::npos);
 
   for (const auto& [flag, value, message] :
-       {std::tuple{"--tokens", "abc", "--tokens must be an integer in [1, 4096], got 'abc'"},
-        std::tuple{"--tokens", "5000", "--tokens must be an integer in [1, 4096], got '5000'"},
-        std::tuple{"--routings", "-1", "--routings must be an integer in [0, 1000], got '-1'"},
+       {std::tuple{"--tokens", "abc", "--tokens takes a count from 1 to 4096, not 'abc'"},
+        std::tuple{"--tokens", "5000", "--tokens takes a count from 1 to 4096, not '5000'"},
+        std::tuple{"--routings", "-1", "--routings takes a count from 0 to 1000, not '-1'"},
         std::tuple{"--block-m", "12", "--block-m must be a multiple of 8, got 12"},
         std::tuple{"--models", "llama",
                    "--models 'llama' names none of the models (by their first five letters): "

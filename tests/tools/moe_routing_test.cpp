@@ -1,6 +1,7 @@
 // The benchmark's routings rebuilt on the host (tools/bench/moe_routing.h), without a GPU: the
 // block arithmetic on hand-made counts, and the rebuilt routings against what the GPU's route
 // kernel chose in the committed benchmark run (docs/bench/moe-h200.json).
+#include "moe_models.h"
 #include "moe_routing.h"
 
 #include "test_support.h"
@@ -46,13 +47,6 @@ TEST_CASE("the rebuilt routings are the ones the GPU timed (docs/bench/moe-h200.
   REQUIRE_MESSAGE(static_cast<bool>(json), llvm::toString(json.takeError()));
   const llvm::json::Array* rows = json->getAsObject()->getArray("rows");
   REQUIRE(rows != nullptr);
-  struct Shape {
-    const char* model;
-    int64_t experts;
-    int top_k;
-  };
-  const Shape shapes[] = {
-      {"qwen3-30b-a3b", 128, 8}, {"mixtral-8x7b", 8, 2}, {"deepseek-v3-tp8", 256, 8}};
   int checked = 0;
   for (const llvm::json::Value& value : *rows) {
     const llvm::json::Object& row = *value.getAsObject();
@@ -61,29 +55,21 @@ TEST_CASE("the rebuilt routings are the ones the GPU timed (docs/bench/moe-h200.
     const int64_t tokens = *row.getInteger("tokens");
     if (tokens > 64) // past 64 tokens every expert is hit: nothing to tell routings apart
       continue;
-    const Shape* shape = nullptr;
-    for (const Shape& s : shapes)
-      if (row.getString("model").getValueOr("") == s.model)
-        shape = &s;
-    REQUIRE(shape != nullptr);
-    INFO(shape->model << " T=" << tokens);
-    // The fixed routing: seed 42 over the benchmark's largest T (4096 rows), the first T route.
-    const RoutingBlocks fixed = routing_blocks(
-        expert_slots(router_logits(4096, shape->experts, 42), shape->experts, shape->top_k, tokens),
-        128);
-    CHECK(fixed.distinct == *row.getInteger("distinct_experts"));
-    // The fresh routings of --routings N: seeds 1..N, T rows each.
+    const Model* model = nullptr;
+    for (const Model& m : k_models)
+      if (row.getString("model").getValueOr("") == m.name)
+        model = &m;
+    REQUIRE(model != nullptr);
+    INFO(model->name << " T=" << tokens);
+    // The fixed routing, and the fresh ones of --routings N (seeds 1..N).
+    CHECK(benchmark_routing(model->shape, tokens, k_routing_seed, 128).distinct ==
+          *row.getInteger("distinct_experts"));
     const llvm::json::Object* samples = row.getObject("routing_samples");
     REQUIRE(samples != nullptr);
     const llvm::json::Array& distinct = *samples->getArray("distinct_experts");
-    for (size_t i = 0; i < distinct.size() && i < 20; ++i) {
-      const uint32_t seed = static_cast<uint32_t>(i + 1);
-      const RoutingBlocks r =
-          routing_blocks(expert_slots(router_logits(tokens, shape->experts, seed), shape->experts,
-                                      shape->top_k, tokens),
-                         128);
-      CHECK(r.distinct == *distinct[i].getAsInteger());
-    }
+    for (size_t i = 0; i < distinct.size() && i < 20; ++i)
+      CHECK(benchmark_routing(model->shape, tokens, static_cast<uint32_t>(i + 1), 128).distinct ==
+            *distinct[i].getAsInteger());
     ++checked;
   }
   CHECK(checked == 12); // T = 1, 4, 16, 64 of three models

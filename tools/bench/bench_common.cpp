@@ -97,6 +97,16 @@ bool parse_flags(int argc, char** argv, int first, const std::vector<std::string
   return true;
 }
 
+bool parse_count(const Flags& flags, const char* mode, const std::string& name, int64_t low,
+                 int64_t high, int64_t fallback, int64_t& value) {
+  const std::string given = flags.get(name, std::to_string(fallback));
+  if (!llvm::StringRef(given).getAsInteger(10, value) && value >= low && value <= high)
+    return true;
+  llvm::errs() << fmt::format("specjit-bench {}: {} takes a count from {} to {}, not '{}'\n", mode,
+                              name, low, high, given);
+  return false;
+}
+
 void fail(const char* what, llvm::Error err) {
   llvm::errs() << "specjit-bench: " << what << ": " << llvm::toString(std::move(err)) << "\n";
   std::exit(1);

@@ -96,6 +96,10 @@ struct Flags {
 };
 bool parse_flags(int argc, char** argv, int first, const std::vector<std::string>& with_value,
                  const std::vector<std::string>& switches, Flags& flags);
+// The integer value of flag `name` (`fallback` when absent) into `value`; false, with a message
+// naming the mode and the range, for anything else.
+bool parse_count(const Flags& flags, const char* mode, const std::string& name, int64_t low,
+                 int64_t high, int64_t fallback, int64_t& value);
 
 // Benchmark modes (one file each).
 int run_engine_bench(int argc, char** argv);

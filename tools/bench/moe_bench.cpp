@@ -430,17 +430,6 @@ bool parse_choice(const Flags& flags, const std::string& name,
   return false;
 }
 
-// The integer value of flag `name` (`low` when absent) into `value`; false, with a message naming
-// the range, for anything else.
-bool parse_count(const Flags& flags, const std::string& name, int low, int high, int& value) {
-  const std::string given = flags.get(name, std::to_string(low));
-  if (!llvm::StringRef(given).getAsInteger(10, value) && value >= low && value <= high)
-    return true;
-  llvm::errs() << fmt::format("specjit-bench moe: {} takes a count from {} to {}, not '{}'\n", name,
-                              low, high, given);
-  return false;
-}
-
 } // namespace
 
 int run_moe_bench(int argc, char** argv) {
@@ -492,9 +481,9 @@ int run_moe_bench(int argc, char** argv) {
                                      {"block-major", MoeLaunchOrder::block_major}},
                                     launch_order))
     return 2;
-  int routings = 0, tune_routings = 1;
-  if (!parse_count(flags, "--routings", 0, 1000, routings) ||
-      !parse_count(flags, "--tune-routings", 1, 100, tune_routings))
+  int64_t routings = 0, tune_routings = 1;
+  if (!parse_count(flags, "moe", "--routings", 0, 1000, 0, routings) ||
+      !parse_count(flags, "moe", "--tune-routings", 1, 100, 1, tune_routings))
     return 2;
   auto config = must(Config::from_environment(), "config");
   if (flags.has("--tune"))
@@ -525,8 +514,8 @@ int run_moe_bench(int argc, char** argv) {
                  table,
                  handoff,
                  launch_order,
-                 routings,
-                 tune_routings};
+                 static_cast<int>(routings),
+                 static_cast<int>(tune_routings)};
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
                               "floor assumes {:.2f} TB/s of reads)\n",

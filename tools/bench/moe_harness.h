@@ -3,6 +3,8 @@
 // CUDA-graph timing, and parallel precompilation.
 #pragma once
 
+#include "moe_routing.h"
+
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
@@ -30,8 +32,6 @@ struct Buffers {
           drv.cuMemFree(p);
   }
 };
-
-inline constexpr uint32_t k_routing_seed = 42; // the router logits every report's rows use
 
 // Buffers for up to max_tokens tokens: constant non-zero activations and weights, random
 // router logits (seed k_routing_seed).

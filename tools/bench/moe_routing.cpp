@@ -49,4 +49,10 @@ RoutingBlocks routing_blocks(const std::vector<int64_t>& slots, int block_m) {
   return r;
 }
 
+RoutingBlocks benchmark_routing(const ops::MoeShape& s, int64_t tokens, uint32_t seed,
+                                int block_m) {
+  return routing_blocks(
+      expert_slots(router_logits(tokens, s.experts, seed), s.experts, s.top_k, tokens), block_m);
+}
+
 } // namespace specjit::bench

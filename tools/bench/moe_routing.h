@@ -5,13 +5,18 @@
 // docs/bench/moe-decode-experiments-h200.txt, section 48 (a)).
 #pragma once
 
+#include "runtime/ops/fused_moe.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace specjit::bench {
 
+inline constexpr uint32_t k_routing_seed = 42; // the router logits every report's rows use
+
 // `rows` x `experts` standard normal router logits from `seed` (std::mt19937, row-major): the
-// values moe_harness's set_router_logits uploads.
+// values moe_harness's set_router_logits uploads. A seed's first rows are the same however many
+// rows are drawn.
 std::vector<float> router_logits(int64_t rows, int64_t experts, uint32_t seed);
 
 // Slots per expert when the first `tokens` rows of `logits` each choose their top_k largest
@@ -29,6 +34,11 @@ struct RoutingBlocks {
                             // of a warpgroup
 };
 RoutingBlocks routing_blocks(const std::vector<int64_t>& slots, int block_m);
+
+// The benchmark's routing `seed` of `tokens` tokens of shape `s` (k_routing_seed: the fixed one,
+// whose logits cover moe's largest T, of which the first `tokens` rows route; 1..N: --routings')
+// in blocks of block_m.
+RoutingBlocks benchmark_routing(const ops::MoeShape& s, int64_t tokens, uint32_t seed, int block_m);
 
 int run_moe_routing(int argc, char** argv);
 
