@@ -5,7 +5,8 @@
 //         (e4m3 value) / 256, exact (scale folded elsewhere), four integer instructions;
 //   lop3  one lop3 an f16x2, for the integer pipe's rate.
 // Each thread runs 8 independent chains; one CTA of 1024 threads an SM. Prints f16x2 results a
-// cycle an SM (clock64 around the loop). Not part of the build (it needs nvcc and a GPU):
+// cycle an SM (clock64 around the loop). Built by hand (ctest only compiles it, label probes;
+// running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o cvt_rate tools/probes/cvt_rate.cu
 #include "probe_common.cuh"
@@ -36,7 +37,8 @@ template <Mode MODE> __device__ __forceinline__ unsigned step(unsigned x) {
   return y;
 }
 
-template <Mode MODE> __global__ void __launch_bounds__(1024, 1) rate(long long* cycles, unsigned* sink, int iters) {
+template <Mode MODE>
+__global__ void __launch_bounds__(1024, 1) rate(long long* cycles, unsigned* sink, int iters) {
   unsigned v[8];
   for (int i = 0; i < 8; ++i)
     v[i] = threadIdx.x * 0x01010101u + i;

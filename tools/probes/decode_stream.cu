@@ -8,8 +8,8 @@
 // a CUDA graph of back-to-back launches, each on the next of several copies of the weights (at
 // least 160 MB of them), so no launch finds its bytes in the 50 MB L2 (median of 5 replays, us a
 // launch). Also: the same bytes
-// as two launches (GEMM1's rows, then GEMM2's), and an empty kernel (the launch alone). Not part
-// of the build (it needs nvcc, the driver API and a GPU):
+// as two launches (GEMM1's rows, then GEMM2's), and an empty kernel (the launch alone). Built by
+// hand (ctest only compiles it, label probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o decode_stream tools/probes/decode_stream.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"

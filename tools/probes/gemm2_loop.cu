@@ -10,7 +10,7 @@
 // Each CTA streams tiles of 112 stages (Mixtral's K = 14336 bytes), its weight rows changing from
 // tile to tile as the kernel's CTAs do. Prints MACs a cycle an SM (e4m3 peak 4096). Compare with
 // tools/probes/wgmma_rate.cu (the loop without loads) and tma_ingress.cu (the loads without the
-// loop). Not part of the build (it needs nvcc, the driver API and a GPU):
+// loop). Built by hand (ctest only compiles it, label probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o gemm2_loop tools/probes/gemm2_loop.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"

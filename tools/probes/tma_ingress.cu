@@ -2,9 +2,10 @@
 // boxes as the MoE GEMMs' producers do (kernels_src/moe/wgmma_pipeline.cuh), without MMAs: one
 // CTA an SM, a producer thread issuing STAGES-deep stages of BOXES boxes of 128 rows x 128 bytes
 // (128-byte swizzle, 256-byte L2 promotion) and a consumer warp releasing each stage as soon as
-// it lands, or `hold` cycles after (a GEMM's consumers keep a stage while its MMAs run). Sources: a buffer that L2 holds (16 MB, read over and over) or one it cannot (8 GB).
-// Prints bytes a cycle an SM (clock64) and the aggregate rate. Not part of the build (it needs
-// nvcc, the driver API and a GPU):
+// it lands, or `hold` cycles after (a GEMM's consumers keep a stage while its MMAs run). Sources: a
+// buffer that L2 holds (16 MB, read over and over) or one it cannot (8 GB). Prints bytes a cycle an
+// SM (clock64) and the aggregate rate. Built by hand (ctest only compiles it, label probes; running
+// it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o tma_ingress tools/probes/tma_ingress.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"

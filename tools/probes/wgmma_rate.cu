@@ -7,8 +7,8 @@
 //   promote2 promote every second stage;
 //   drain    accumulates in the MMAs but waits for each stage's (no promotion);
 //   flight   accumulates, one stage's MMAs in flight while the next is issued (the bf16 GEMM2).
-// Prints MACs a cycle an SM (clock64 around the loop). Not part of the build (it needs nvcc and
-// a GPU):
+// Prints MACs a cycle an SM (clock64 around the loop). Built by hand (ctest only compiles it, label
+// probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o wgmma_rate tools/probes/wgmma_rate.cu
 #include "probe_common.cuh"
