@@ -31,9 +31,11 @@ struct Matrix {
   long long boxes() const { return rows / 128 * (row_bytes / 128); }
 };
 
-template <int STAGES>
-__global__ void __launch_bounds__(64, 1)
-    stream(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes) {
+// A CTA's even share of `boxes` 16 KB boxes through a STAGES-deep ring: thread 0 requests box
+// `first + i` into stage address `dst` on barrier `bar` (request(dst, box, bar), which completes
+// the barrier's 16 KB), thread 32 releases each stage as soon as it lands.
+template <int STAGES, class Request>
+__device__ __forceinline__ void ring(long long boxes, Request&& request) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;
@@ -45,11 +47,9 @@ __global__ void __launch_bounds__(64, 1)
 #pragma unroll 1
     for (int i = 0; i < count; ++i) {
       const int s = i % STAGES;
-      const long long box = first + i;
       mbarrier_wait(empty + 8 * s, ((i / STAGES) & 1) ^ 1);
       mbarrier_arrive_expect_tx(full + 8 * s, k_box_bytes);
-      tma_load_3d(base + s * k_box_bytes, &map, full + 8 * s, static_cast<int>(box % k_boxes) * 128,
-                  static_cast<int>(box / k_boxes) * 128, 0);
+      request(base + s * k_box_bytes, first + i, full + 8 * s);
     }
   } else if (threadIdx.x == 32) { // consumer
 #pragma unroll 1
@@ -61,36 +61,27 @@ __global__ void __launch_bounds__(64, 1)
   }
 }
 
+// The weight rows as the GEMMs' producers read them: box (row block box / k_boxes, 128 bytes
+// of K at box % k_boxes), through the tensor map.
+template <int STAGES>
+__global__ void __launch_bounds__(64, 1)
+    stream(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes) {
+  ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
+    tma_load_3d(dst, &map, bar, static_cast<int>(box % k_boxes) * 128,
+                static_cast<int>(box / k_boxes) * 128, 0);
+  });
+}
+
 // The same bytes as contiguous 16 KB pieces (one cp.async.bulk each, no tensor map): whether the
 // boxes' 128-byte row segments cost anything.
 template <int STAGES>
 __global__ void __launch_bounds__(64, 1) bulk(const unsigned char* source, long long boxes) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
-  const unsigned base = (shared_address(smem) + 1023) & ~1023u;
-  const unsigned full = shared_address(bars), empty = full + 8 * STAGES;
-  probes::init_stage_barriers(full, empty, STAGES, 1);
-  const long long first = boxes * blockIdx.x / gridDim.x;
-  const int count = static_cast<int>(boxes * (blockIdx.x + 1) / gridDim.x - first);
-  if (threadIdx.x == 0) {
-#pragma unroll 1
-    for (int i = 0; i < count; ++i) {
-      const int s = i % STAGES;
-      mbarrier_wait(empty + 8 * s, ((i / STAGES) & 1) ^ 1);
-      mbarrier_arrive_expect_tx(full + 8 * s, k_box_bytes);
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                   "%2, [%3];" ::"r"(base + s * k_box_bytes),
-                   "l"(source + (first + i) * k_box_bytes), "r"(k_box_bytes), "r"(full + 8 * s)
-                   : "memory");
-    }
-  } else if (threadIdx.x == 32) {
-#pragma unroll 1
-    for (int i = 0; i < count; ++i) {
-      const int s = i % STAGES;
-      mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
-      mbarrier_arrive(empty + 8 * s);
-    }
-  }
+  ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                 "%2, [%3];" ::"r"(dst),
+                 "l"(source + box * k_box_bytes), "r"(k_box_bytes), "r"(bar)
+                 : "memory");
+  });
 }
 
 // The same bytes read by every thread, 16 bytes a load, 8 loads in flight a thread (no TMA).
