@@ -7,9 +7,9 @@
 // CTA a contiguous run of them along K (as split-K would). Timed as the benchmark times the GEMMs:
 // a CUDA graph of back-to-back launches, each on the next of several copies of the weights (at
 // least 160 MB of them), so no launch finds its bytes in the 50 MB L2 (median of 5 replays, us a
-// launch). Also: the same bytes
-// as two launches (GEMM1's rows, then GEMM2's), and an empty kernel (the launch alone). Built by
-// hand (ctest only compiles it, label probes; running it needs a GPU):
+// launch). Also: the same bytes as two launches (GEMM1's rows, then GEMM2's), and an empty kernel
+// (the launch alone). Built by hand (ctest only compiles it, label probes; running it needs a
+// GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o decode_stream tools/probes/decode_stream.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"
@@ -21,8 +21,17 @@
 using namespace specjit_kernels;
 
 constexpr int k_box_bytes = 128 * 128;
-constexpr int k_launches = 30;              // a graph
-constexpr long long k_rotation = 160 << 20; // the bytes the copies of a matrix span at least
+constexpr int k_launches = 30;                  // a graph
+constexpr long long k_rotation = 160 << 20;     // the bytes the copies of a matrix span at least
+constexpr double k_floor_bytes_per_us = 4.46e6; // the benchmark's floor rate, 4.46 TB/s
+
+// Dynamic shared memory of a ring of `stages` boxes (and the 1024-byte alignment slack).
+constexpr int ring_smem(int stages) { return stages * k_box_bytes + 1024; }
+// Copies of copy_bytes each that span at least k_rotation bytes.
+long long rotation_copies(long long copy_bytes) {
+  return (k_rotation + copy_bytes - 1) / copy_bytes;
+}
+double floor_us(long long bytes) { return bytes / k_floor_bytes_per_us; }
 
 // One weight matrix: rows x row_bytes (row_bytes a multiple of 128, rows of 128).
 struct Matrix {
@@ -142,7 +151,7 @@ template <class Enqueue> double graph_us(Enqueue&& enqueue) {
 // least k_rotation bytes; launch i reads copy i % size().
 std::vector<TmaDesc> encode(CUdeviceptr base, long long copy_bytes, const Matrix& m,
                             long long offset = 0) {
-  std::vector<TmaDesc> maps((k_rotation + copy_bytes - 1) / copy_bytes);
+  std::vector<TmaDesc> maps(rotation_copies(copy_bytes));
   for (size_t c = 0; c < maps.size(); ++c)
     if (!probes::encode_box_map(maps[c], base + c * copy_bytes + offset, m.row_bytes, m.rows))
       std::printf("cuTensorMapEncodeTiled failed\n");
@@ -152,13 +161,13 @@ std::vector<TmaDesc> encode(CUdeviceptr base, long long copy_bytes, const Matrix
 long long round_up(long long bytes) { return (bytes + 4095) & ~4095LL; }
 
 template <int STAGES> void launch(const TmaDesc& desc, const Matrix& m, int ctas, cudaStream_t s) {
-  constexpr int smem = STAGES * k_box_bytes + 1024;
-  stream<STAGES><<<ctas, 64, smem, s>>>(desc, static_cast<int>(m.row_bytes / 128), m.boxes());
+  stream<STAGES>
+      <<<ctas, 64, ring_smem(STAGES), s>>>(desc, static_cast<int>(m.row_bytes / 128), m.boxes());
 }
 
-template <int STAGES> void allow_smem() {
-  cudaFuncSetAttribute(stream<STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       STAGES * k_box_bytes + 1024);
+// Lets `kernel` (a ring of STAGES boxes) take its shared memory.
+template <int STAGES, class Kernel> void allow_smem(Kernel kernel) {
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_smem(STAGES));
 }
 
 // One launch over m, `ctas` CTAs of STAGES stages; prints us and the fraction of the floor.
@@ -166,28 +175,28 @@ template <int STAGES> void one(const char* name, CUdeviceptr buffer, const Matri
   const std::vector<TmaDesc> maps = encode(buffer, round_up(m.bytes()), m);
   const double us =
       graph_us([&](int i, cudaStream_t s) { launch<STAGES>(maps[i % maps.size()], m, ctas, s); });
-  const double floor_us = m.bytes() / 4.46e6;
+  const double floor_time = floor_us(m.bytes());
   std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d (%3d KB in flight a CTA): %6.2f us, floor "
               "%5.2f us (%.2f), %.2f TB/s  (%s)\n",
-              name, m.bytes() / 1e6, ctas, STAGES, STAGES * 16, us, floor_us, floor_us / us,
+              name, m.bytes() / 1e6, ctas, STAGES, STAGES * 16, us, floor_time, floor_time / us,
               m.bytes() / us / 1e6, cudaGetErrorString(cudaGetLastError()));
 }
 
 // The same bytes as contiguous pieces: cp.async.bulk (STAGES > 0) or plain loads (STAGES = 0).
 template <int STAGES>
 void flat(const char* name, CUdeviceptr buffer, const Matrix& m, int ctas, unsigned* sink) {
-  const long long copy = round_up(m.bytes()), copies = (k_rotation + copy - 1) / copy;
+  const long long copy = round_up(m.bytes()), copies = rotation_copies(copy);
   const double us = graph_us([&](int i, cudaStream_t s) {
     const auto* source = reinterpret_cast<const unsigned char*>(buffer + (i % copies) * copy);
     if constexpr (STAGES > 0)
-      bulk<STAGES><<<ctas, 64, STAGES * k_box_bytes + 1024, s>>>(source, m.boxes());
+      bulk<STAGES><<<ctas, 64, ring_smem(STAGES), s>>>(source, m.boxes());
     else
       loads<<<ctas, 512, 0, s>>>(reinterpret_cast<const uint4*>(source), m.bytes() / 16, sink);
   });
-  const double floor_us = m.bytes() / 4.46e6;
+  const double floor_time = floor_us(m.bytes());
   std::printf("%-22s %6.1f MB  ctas=%3d %-24s: %6.2f us, floor %5.2f us (%.2f)  (%s)\n", name,
               m.bytes() / 1e6, ctas, STAGES > 0 ? "bulk copies, 16 KB each" : "16-byte loads", us,
-              floor_us, floor_us / us, cudaGetErrorString(cudaGetLastError()));
+              floor_time, floor_time / us, cudaGetErrorString(cudaGetLastError()));
 }
 
 // GEMM1's rows then GEMM2's, two launches of STAGES stages on `ctas` CTAs each.
@@ -200,22 +209,21 @@ void two(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g
     launch<STAGES>(m1[i % m1.size()], g1, ctas, s);
     launch<STAGES>(m2[i % m2.size()], g2, ctas, s);
   });
-  const double floor_us = (g1.bytes() + g2.bytes()) / 4.46e6;
+  const double floor_time = floor_us(g1.bytes() + g2.bytes());
   std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d, two launches: %6.2f us, floor %5.2f us "
               "(%.2f)  (%s)\n",
-              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, STAGES, us, floor_us, floor_us / us,
+              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, STAGES, us, floor_time, floor_time / us,
               cudaGetErrorString(cudaGetLastError()));
 }
 
 int main() {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  allow_smem<4>();
-  allow_smem<6>();
-  allow_smem<8>();
-  allow_smem<12>();
-  cudaFuncSetAttribute(bulk<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       8 * k_box_bytes + 1024);
+  allow_smem<4>(stream<4>);
+  allow_smem<6>(stream<6>);
+  allow_smem<8>(stream<8>);
+  allow_smem<12>(stream<12>);
+  allow_smem<8>(bulk<8>);
   unsigned* sink;
   cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(unsigned));
   const size_t buffer_bytes = size_t{512} << 20; // the copies of every matrix below
