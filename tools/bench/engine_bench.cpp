@@ -2,12 +2,14 @@
 //  - lookup: prepare()/get() of a variant already in memory (the hot path), ns per call;
 //  - launch: engine.get() + engine.launch() against a raw cuLaunchKernel of the same function,
 //    batches of launches of a tiny kernel, µs per launch (GPU only);
+//  - tensor map: cuTensorMapEncodeTiled of a MoE weight tensor, ns per map (GPU only);
 //  - disk: a fresh process making N cached variants ready from disk, ms per variant
 //    (prepare: read + verify; get: + module load, GPU only), against NVRTC compile ms.
 #include "bench_common.h"
 
 #include "jit/compiler.h"
 #include "runtime/builtin_kernels.h"
+#include "runtime/tensor_map.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -106,6 +108,18 @@ double lookup_ns(runtime::Engine& engine, runtime::KernelId kernel, bool load, i
       std::exit(1);
     }
   }
+  return seconds_since(start) * 1e9 / count;
+}
+
+// ns per TMA tensor map encoded by the driver (a MoE weight tensor's shape; fused_moe encodes
+// one for each of its GEMMs' weights and token rows at every call).
+double tensor_map_ns(int count) {
+  constexpr CUdeviceptr k_base = 0x7f0000000000ull; // encoding reads no memory
+  auto start = Clock::now();
+  for (int i = 0; i < count; ++i)
+    check(runtime::tensor_map_u8_3d(k_base + (i & 3) * (uint64_t{1} << 32), {2048, 1536, 128},
+                                    {128, 64, 1}),
+          "tensor map");
   return seconds_since(start) * 1e9 / count;
 }
 
@@ -226,6 +240,7 @@ int run_engine_bench(int argc, char** argv) {
     report["raw_launch_us"] = launch.raw_us;
     report["engine_launch_us"] = launch.engine_us;
     report["added_per_launch_us"] = launch.engine_us - launch.raw_us;
+    report["tensor_map_encode_ns"] = tensor_map_ns(20000);
     std::printf("%-44s %12.1f\n", "memory hit, get() (loaded), ns", get_ns);
     std::printf("%-44s %12.4f\n", "fresh process, disk -> loaded, ms per variant",
                 *loaded.getNumber("ms_per_variant"));
@@ -234,6 +249,8 @@ int run_engine_bench(int argc, char** argv) {
     std::printf("%-44s %12.3f\n", "raw cuLaunchKernel, us per launch", launch.raw_us);
     std::printf("%-44s %12.3f\n", "engine get()+launch(), us per launch", launch.engine_us);
     std::printf("%-44s %12.3f\n", "added per launch, us", launch.engine_us - launch.raw_us);
+    std::printf("%-44s %12.1f\n", "TMA tensor map encode, ns",
+                *report.getNumber("tensor_map_encode_ns"));
   } else {
     std::printf("(no GPU: launch and module-load figures skipped)\n");
   }

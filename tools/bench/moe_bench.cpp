@@ -257,15 +257,16 @@ struct MoeBench {
     const double gemm1_us = time_us(engine, drv, s, b, tokens, plain, stream);
     plain.stages = moe_stage_gemm2;
     const double gemm2_us = time_us(engine, drv, s, b, tokens, plain, stream);
+    const double eager_host_us = host_us(engine, drv, s, b, tokens, options, stream);
     const int64_t distinct = distinct_experts(drv, b, s, tokens);
     const double floor_us = floor_us_of(s, distinct);
     const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
     const double tflops = flops / (gemm_us * 1e-6) / 1e12;
     llvm::outs() << fmt::format(
-        "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.0f}% {:>8.1f} {:>9} "
-        "{:>7}  {}\n",
+        "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.1f} {:>6.0f}% "
+        "{:>8.1f} {:>9} {:>7}  {}\n",
         model.name, moe_dtype_name(s.dtype).str(), tokens, gemm_us, gemm_plain_us, gemm1_us,
-        gemm2_us, layer_us, 100.0 * floor_us / gemm_us, tflops,
+        gemm2_us, layer_us, eager_host_us, 100.0 * floor_us / gemm_us, tflops,
         peer > 0 ? fmt::format("{:.1f}", peer) : "-",
         peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
     llvm::outs().flush();
@@ -282,6 +283,7 @@ struct MoeBench {
                            {"gemm1_alone_us", gemm1_us},
                            {"gemm2_alone_us", gemm2_us},
                            {"layer_us_without_pdl", layer_plain_us},
+                           {"eager_host_us", eager_host_us},
                            {"distinct_experts", distinct},
                            {"floor_us", floor_us},
                            {"fraction_of_floor", floor_us / gemm_us},
@@ -523,9 +525,9 @@ int run_moe_bench(int argc, char** argv) {
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
   llvm::outs() << fmt::format(
-      "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>8} {:>9} {:>7}  {}\n", "model",
-      "dt", "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "floor%", "TFLOP/s", "peer_us",
-      "x_peer", "config");
+      "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>9} {:>7}  {}\n",
+      "model", "dt", "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "host", "floor%", "TFLOP/s",
+      "peer_us", "x_peer", "config");
   for (const Model& model : k_models) {
     if (models.find(std::string(model.name).substr(0, 5)) == std::string::npos)
       continue;

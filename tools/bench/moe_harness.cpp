@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -88,6 +89,24 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
     samples.push_back(ms * 1000.0 / per_graph);
   }
   drv.cuGraphExecDestroy(exec);
+  return median(samples);
+}
+
+double host_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
+               const Buffers& b, int64_t tokens, const FusedMoeOptions& options, CUstream stream) {
+  for (int c = 0; c < k_weight_copies; ++c)
+    must(fused_moe(engine, s, tensors(b, s, tokens, c), options, stream), "warm-up");
+  std::vector<double> samples;
+  for (int i = 0; i < 60; ++i) {
+    must(drv.check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize"), "host time");
+    const FusedMoeTensors t = tensors(b, s, tokens, i % k_weight_copies);
+    const auto start = std::chrono::steady_clock::now();
+    must(fused_moe(engine, s, t, options, stream), "host time");
+    samples.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  must(drv.check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize"), "host time");
   return median(samples);
 }
 

@@ -51,6 +51,14 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::M
                const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
                CUstream stream);
 
+// Median µs the host spends in one eager fused_moe call with `options` (its checks, the
+// configuration, variant lookups, tensor maps and launches), each call made on an idle stream so
+// that a full launch queue never holds it; the calls rotate over the weight copies, as a model's
+// layers bring different weights.
+double host_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
+               const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+               CUstream stream);
+
 // Replaces the first `rows` rows of the router logits with standard normal values from `seed`
 // (the next layer call routes by them). Rows past `rows` keep theirs, so after
 // set_router_logits(drv, b, s, setup.max_tokens, k_routing_seed) the logits are make_setup's.
