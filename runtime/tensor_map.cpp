@@ -4,11 +4,36 @@
 
 namespace specjit::runtime {
 
-llvm::Expected<CUtensorMap> tensor_map_u8_3d(CUdeviceptr base, std::array<uint64_t, 3> dims,
-                                             std::array<uint32_t, 3> box) {
+namespace {
+
+// cuTensorMapEncodeTiled over bytes at `base` (checked 16-byte aligned): rank dims.size(), byte
+// strides of dims 1.. (`strides`), 256-byte L2 promotion.
+llvm::Expected<CUtensorMap> encode_u8(CUdeviceptr base, llvm::ArrayRef<cuuint64_t> dims,
+                                      llvm::ArrayRef<cuuint64_t> strides,
+                                      llvm::ArrayRef<cuuint32_t> box, CUtensorMapSwizzle swizzle) {
   if (base % 16 != 0)
     return make_error(Errc::invalid_argument, "tensor map: base address {:#x} is not 16-byte aligned",
                       base);
+  auto drv = driver();
+  if (!drv)
+    return drv.takeError();
+  CUtensorMap map;
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  if (auto err =
+          drv->check(drv->cuTensorMapEncodeTiled(
+                         &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, static_cast<cuuint32_t>(dims.size()),
+                         reinterpret_cast<void*>(base), dims.data(), strides.data(), box.data(),
+                         element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                     "cuTensorMapEncodeTiled"))
+    return err;
+  return map;
+}
+
+} // namespace
+
+llvm::Expected<CUtensorMap> tensor_map_u8_3d(CUdeviceptr base, std::array<uint64_t, 3> dims,
+                                             std::array<uint32_t, 3> box) {
   if (dims[0] % 16 != 0)
     return make_error(Errc::invalid_argument,
                       "tensor map: the inner dimension ({} bytes) is not a multiple of 16", dims[0]);
@@ -21,22 +46,25 @@ llvm::Expected<CUtensorMap> tensor_map_u8_3d(CUdeviceptr base, std::array<uint64
     return make_error(Errc::invalid_argument,
                       "tensor map: a 128-byte swizzle loads at most 128 inner bytes, got {}",
                       box[0]);
-  auto drv = driver();
-  if (!drv)
-    return drv.takeError();
-  CUtensorMap map;
   const cuuint64_t strides[2] = {dims[0], dims[0] * dims[1]};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  if (auto err = drv->check(
-          drv->cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3,
-                                      reinterpret_cast<void*>(base), dims.data(), strides,
-                                      box.data(), element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-          "cuTensorMapEncodeTiled"))
-    return err;
-  return map;
+  return encode_u8(base, {dims[0], dims[1], dims[2]}, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+llvm::Expected<CUtensorMap> tensor_map_packed_weights(CUdeviceptr base, uint64_t rows,
+                                                      uint64_t k_bytes, uint32_t box_rows) {
+  constexpr uint64_t k_piece_rows = 32, k_piece_bytes = k_piece_rows * 128;
+  if (rows % k_piece_rows != 0 || k_bytes % 128 != 0 || box_rows % k_piece_rows != 0 ||
+      box_rows == 0 || box_rows > 256 || box_rows > rows)
+    return make_error(Errc::invalid_argument,
+                      "tensor map: packed weights of {} rows of {} bytes in boxes of {} rows are "
+                      "not whole pieces of 32 rows x 128 bytes",
+                      rows, k_bytes, box_rows);
+  const cuuint64_t strides[3] = {128, k_piece_bytes, k_piece_bytes * (k_bytes / 128)};
+  const cuuint32_t box[4] = {128, static_cast<cuuint32_t>(k_piece_rows), 1,
+                             static_cast<cuuint32_t>(box_rows / k_piece_rows)};
+  // No swizzle: the pieces hold their bytes in the 128-byte swizzle's order already.
+  return encode_u8(base, {128, k_piece_rows, k_bytes / 128, rows / k_piece_rows}, strides, box,
+                   CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 } // namespace specjit::runtime

@@ -93,6 +93,25 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TmaDesc* map, un
                : "memory");
 }
 
+// The same for a rank-4 tensor map.
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TmaDesc* map, unsigned bar, int c0,
+                                            int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+               : "memory");
+}
+
+// One bulk copy of `bytes` contiguous bytes (a multiple of 16, both addresses 16-byte aligned)
+// from global into shared memory, completing `bar`'s transaction count. No tensor map, no swizzle.
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes,
+                                          unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+               "[%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
 // Barrier among `threads` threads (a multiple of 32) of the CTA, id 1..15 (0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");

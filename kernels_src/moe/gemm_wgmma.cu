@@ -263,7 +263,7 @@ template <class G> __device__ __forceinline__ void moe_consumer_starts() {
 // output (MoeDependence).
 template <class G, class Epilogue>
 __device__ __forceinline__ void
-moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
                const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
                int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
                const MoeDependence& d, Epilogue&& epilogue) {
@@ -284,7 +284,7 @@ moe_wgmma_main(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_ma
     const int blocks = *num_post_padded / G::k_tok;
     const MoeDependence dep = moe_producer_dependence<G>(
         d, num_post_padded, blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k);
-    moe_wgmma_produce<G>(b, &w_map, a, a_map, a_rows, w_row_half, dep);
+    moe_wgmma_produce<G>(b, w_map, a, a_map, a_rows, w_row_half, dep);
     return;
   }
   moe_consumer_starts<G>();
@@ -324,7 +324,7 @@ moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
 // (moe_stream_k_meet). The consumers recompute the block's slots when the token block changes.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
-moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
                    const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
                    int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
                    unsigned char* scratch, Epilogue&& epilogue) {
@@ -343,7 +343,7 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
     // One producer warp per CTA with steps.
     const MoeDependence dep = moe_producer_dependence<G>(
         d, num_post_padded, static_cast<int>(sk.total < sk.ctas ? sk.total : sk.ctas));
-    moe_stream_k_produce<G>(b, begin, end, &w_map, a, a_map, a_rows, sorted_ids, expert_ids,
+    moe_stream_k_produce<G>(b, begin, end, w_map, a, a_map, a_rows, sorted_ids, expert_ids,
                             num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
@@ -374,7 +374,7 @@ moe_wgmma_stream_k(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* 
 // pipeline fill, and the SMs served faster take more tiles.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
-moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
                   const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
                   int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
                   unsigned char* scratch, Epilogue&& epilogue) {
@@ -397,7 +397,7 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
     const MoeDependence dep =
         moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
-    moe_dynamic_produce<G>(b, counters, items, ring, &w_map, a, a_map, a_rows, sorted_ids,
+    moe_dynamic_produce<G>(b, counters, items, ring, w_map, a, a_map, a_rows, sorted_ids,
                            expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
@@ -423,7 +423,7 @@ moe_wgmma_dynamic(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a
 // The CTA's schedule: fixed, stream-K or dynamic.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
-moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map,
+moe_wgmma_run(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
               int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
               const MoeDependence& d, unsigned char* scratch, Epilogue&& epilogue) {
@@ -447,12 +447,12 @@ moe_wgmma_run(const TmaDesc& w_map, const unsigned char* a, const TmaDesc* a_map
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
 moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
-                const unsigned char* __restrict__ hidden,
-                const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
-                const int* __restrict__ num_post_padded, const float* __restrict__ a1_scale,
-                const float* __restrict__ w13_scale, const float* __restrict__ a2_scale,
-                unsigned char* __restrict__ intermediate, unsigned char* __restrict__ scratch,
-                int handoff, int group_blocks, int num_tokens, int top_k) {
+                const unsigned char* __restrict__ hidden, const int* __restrict__ sorted_ids,
+                const int* __restrict__ expert_ids, const int* __restrict__ num_post_padded,
+                const float* __restrict__ a1_scale, const float* __restrict__ w13_scale,
+                const float* __restrict__ a2_scale, unsigned char* __restrict__ intermediate,
+                unsigned char* __restrict__ scratch, int handoff, int group_blocks, int num_tokens,
+                int top_k, const unsigned char* __restrict__ w13_packed, int w13_layout) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -501,8 +501,9 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
     if (handoff) // GEMM2 takes the block once all its tiles are in
       moe_handoff_signal(scratch, b.m_block);
   };
-  moe_wgmma_run<G>(w13_map, hidden, &tokens_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                   top_k, N, group_blocks, MoeDependence{}, scratch, epilogue);
+  moe_wgmma_run<G>(MoeWeights{&w13_map, w13_packed, w13_layout}, hidden, &tokens_map, sorted_ids,
+                   expert_ids, num_post_padded, num_slots, top_k, N, group_blocks, MoeDependence{},
+                   scratch, epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -512,7 +513,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ num_post_padded, const float* __restrict__ a2_scale,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
-                int handoff_target, int group_blocks, int num_tokens, int top_k) {
+                int handoff_target, int group_blocks, int num_tokens, int top_k,
+                const unsigned char* __restrict__ w2_packed, int w2_layout) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -556,8 +558,9 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     d.counters = reinterpret_cast<int*>(scratch) + k_handoff_counters;
     d.target = handoff_target;
   }
-  moe_wgmma_run<G>(w2_map, nullptr, &intermediate_map, sorted_ids, expert_ids, num_post_padded,
-                   num_slots, 0, 0, group_blocks, d, scratch, epilogue);
+  moe_wgmma_run<G>(MoeWeights{&w2_map, w2_packed, w2_layout}, nullptr, &intermediate_map,
+                   sorted_ids, expert_ids, num_post_padded, num_slots, 0, 0, group_blocks, d,
+                   scratch, epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
@@ -571,28 +574,32 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
 // (read by the sorted f16-token tiles only, SWAP 3; the others get any valid map): the f16 copy
 // of the tokens in sorted order, {2 K bytes, its rows, 1} in boxes of {128, TOK, 1}, 128-byte
 // swizzle. GEMM1's hidden: the tokens in e4m3, or their f16 copy in token order (SWAP 2).
+// w13_packed / w2_packed and w13_layout / w2_layout: how the weights are read (MoeWeights in
+// moe/wgmma_pipeline.cuh; layout 2 takes the rank-4 map over the packed copy as the weights' map).
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
   const __grid_constant__ TmaDesc w13_map, const __grid_constant__ TmaDesc tokens_map,             \
-      const unsigned char *__restrict__ hidden,                                                    \
-      const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
-      const int *__restrict__ num_post_padded, const float *__restrict__ a1_scale,                 \
-      const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
-      unsigned char *__restrict__ intermediate, unsigned char *__restrict__ scratch, int handoff,  \
-      int group_blocks, int num_tokens, int top_k
+      const unsigned char *__restrict__ hidden, const int *__restrict__ sorted_ids,                \
+      const int *__restrict__ expert_ids, const int *__restrict__ num_post_padded,                 \
+      const float *__restrict__ a1_scale, const float *__restrict__ w13_scale,                     \
+      const float *__restrict__ a2_scale, unsigned char *__restrict__ intermediate,                \
+      unsigned char *__restrict__ scratch, int handoff, int group_blocks, int num_tokens,          \
+      int top_k, const unsigned char *__restrict__ w13_packed, int w13_layout
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
   w13_map, tokens_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale,       \
-      a2_scale,                                                                                    \
-      intermediate, scratch, handoff, group_blocks, num_tokens, top_k
+      a2_scale, intermediate, scratch, handoff, group_blocks, num_tokens, top_k, w13_packed,       \
+      w13_layout
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
   const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
       const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
       unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch,                  \
-      int handoff_target, int group_blocks, int num_tokens, int top_k
+      int handoff_target, int group_blocks, int num_tokens, int top_k,                             \
+      const unsigned char *__restrict__ w2_packed, int w2_layout
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
   w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
-      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k
+      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k, w2_packed, \
+      w2_layout
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)

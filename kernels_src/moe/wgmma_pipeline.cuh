@@ -243,12 +243,56 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   return true;
 }
 
+// Where a GEMM's weights [E][rows][K bytes] come from and how they are read (`layout`):
+//   0  the row-major tensor through `map` (rank 3: K bytes, rows of an expert, experts; boxes of
+//      128 bytes of K x the stage's rows, 128-byte swizzle);
+//   1  their packed copy (moe/pack_weights.cu) at `packed`, by bulk copies: pieces of 32 rows x
+//      128 bytes of K, each already in the 128-byte swizzle's order, piece (row / 32 of all
+//      experts' rows, k / 128) at 4096 * (row / 32 * K / 128 + k / 128), so a stage's rows are
+//      rows / 32 contiguous pieces, one bulk copy each. Measured, bulk copies stream at the read
+//      rate where tensor-map boxes reach 0.93-0.97 of it (tools/probes/decode_stream.cu);
+//   2  the packed copy through `map` (rank 4: 128 bytes, 32 rows, K / 128 pieces, row groups;
+//      boxes of the stage's rows / 32 pieces, no swizzle: the pieces are in its order already):
+//      tensor-map reads, for the tiles where bulk copies measured slower (the host's rule,
+//      packed_bulk_reads).
+struct MoeWeights {
+  const TmaDesc* map;
+  const unsigned char* packed;
+  int layout;
+};
+
+inline constexpr int k_moe_piece_rows = 32;
+inline constexpr int k_moe_piece_bytes = k_moe_piece_rows * 128;
+
+// `rows` rows (a multiple of 32) from row `row0` of `expert`, 128 bytes of K at k_byte, into
+// `dst`, as the row-major map's box would land them.
+template <class G>
+__device__ __forceinline__ void moe_load_weight_rows(const MoeWeights& w, unsigned dst,
+                                                     unsigned bar, int k_byte, int row0, int expert,
+                                                     int rows) {
+  if (w.layout == 0) {
+    tma_load_3d(dst, w.map, bar, k_byte, row0, expert);
+    return;
+  }
+  constexpr int k_rows = G::k_gated ? 2 * G::k_n : G::k_n; // of an expert: GEMM1 gate and up
+  const int group = (expert * k_rows + row0) / k_moe_piece_rows;
+  if (w.layout == 2) {
+    tma_load_4d(dst, w.map, bar, 0, 0, k_byte / 128, group);
+    return;
+  }
+  constexpr long long k_pieces = G::k_k_bytes / 128; // of a row group
+  const long long first = group * k_pieces + k_byte / 128;
+  for (int j = 0; j < rows / k_moe_piece_rows; ++j)
+    bulk_load(dst + j * k_moe_piece_bytes, w.packed + (first + j * k_pieces) * k_moe_piece_bytes,
+              k_moe_piece_bytes, bar);
+}
+
 // One pipeline step's loads, by the producer warps (k_producers threads; thread 0 issues the
-// TMA loads). Step kt lives in stage kt % STAGES. Weights: the stage's `full` barrier expects
+// weights' loads). Step kt lives in stage kt % STAGES. Weights: the stage's `full` barrier expects
 // their bytes once its previous use has been released (`empty`); GEMM1 loads its gate half and
 // its up half (w_row_half rows further) as two boxes.
 template <class G>
-__device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const TmaDesc* w_map,
+__device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const MoeWeights& w,
                                                  int kt, int k_byte, int w_row0, int expert,
                                                  int w_row_half) {
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
@@ -262,9 +306,13 @@ __device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const T
       mbarrier_expect_tx(full, G::k_w_tile_bytes);
     else
       mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
-    tma_load_3d(w_tile, w_map, full, k_byte, w_row0, expert);
+    constexpr int k_box_rows = G::k_gated ? G::k_bw / 2 : G::k_bw;
+    static_assert(k_box_rows % k_moe_piece_rows == 0 && G::k_n % k_moe_piece_rows == 0,
+                  "whole pieces of packed weights");
+    moe_load_weight_rows<G>(w, w_tile, full, k_byte, w_row0, expert, k_box_rows);
     if constexpr (G::k_gated)
-      tma_load_3d(w_tile + G::k_w_tile_bytes / 2, w_map, full, k_byte, w_row0 + w_row_half, expert);
+      moe_load_weight_rows<G>(w, w_tile + G::k_w_tile_bytes / 2, full, k_byte, w_row0 + w_row_half,
+                              expert, k_box_rows);
   }
 }
 // Token rows of step kt: GEMM1 gathers them from `a` by a_rows (cp.async, each producer thread
@@ -411,7 +459,7 @@ __device__ __forceinline__ void moe_handoff_signal(unsigned char* scratch, int m
 // (moe_wait_rows); under a programmatic launch the weight stream overlaps the end of GEMM1.
 template <class G>
 __device__ __forceinline__ void
-moe_wgmma_produce(const MoeWgmmaBlock& b, const TmaDesc* w_map, const unsigned char* a,
+moe_wgmma_produce(const MoeWgmmaBlock& b, const MoeWeights& w_map, const unsigned char* a,
                   const TmaDesc* a_map, const int* a_rows, int w_row_half, const MoeDependence& d) {
   // Step kt of the CTA's k_steps: stage kt % k_k_tiles of K of its tile kt / k_k_tiles.
   auto k_byte = [&](int kt) { return (b.k_tile0 + kt % G::k_k_tiles) * 128; };
@@ -509,10 +557,10 @@ __device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_o
 // the block changes (GEMM1: a_rows, which only this warp reads). `d` as in moe_wgmma_produce.
 template <class G>
 __device__ __forceinline__ void
-moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end, const TmaDesc* w_map,
-                     const unsigned char* a, const TmaDesc* a_map, int* a_rows,
-                     const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
-                     int w_row_half, const MoeDependence& d) {
+moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
+                     const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
+                     int* a_rows, const int* sorted_ids, const int* expert_ids, int num_slots,
+                     int a_row_divisor, int w_row_half, const MoeDependence& d) {
   static_assert(G::k_producers == 32, "one producer warp");
   auto load_weights = [&](long long u) {
     const MoeStreamStep<G> st(u);
@@ -551,9 +599,9 @@ inline constexpr int k_dynamic_ring = 16; // > STAGES: the producer runs at most
 template <class G>
 __device__ __forceinline__ void
 moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile int* ring,
-                    const TmaDesc* w_map, const unsigned char* a, const TmaDesc* a_map, int* a_rows,
-                    const int* sorted_ids, const int* expert_ids, int num_slots, int a_row_divisor,
-                    int w_row_half, const MoeDependence& d) {
+                    const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
+                    int* a_rows, const int* sorted_ids, const int* expert_ids, int num_slots,
+                    int a_row_divisor, int w_row_half, const MoeDependence& d) {
   constexpr int k_tiles = G::k_n / G::k_out_cols;
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
   int kt = 0, rows_of = -1, ready = -1;

@@ -135,6 +135,15 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
   return static_cast<int>(tiles * epilogue_warps);
 }
 
+// Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"; report section
+// 51), each GEMM alone against the same tile reading row-major weights by tensor map: bulk copies
+// 2-5 % faster for the swap-AB tiles of decode; the f16-token GEMM1 and the normal orientation
+// (8 pieces a stage, weights mostly from L2) up to 13 % slower, so they read the packed copy
+// through a tensor map.
+bool moe_detail::packed_bulk_reads(const GemmTile& tile) {
+  return tile.swap_ab && !tile.f16_tokens;
+}
+
 int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
                              MoeLaunchOrder order) {
   if (order != MoeLaunchOrder::automatic)
@@ -180,12 +189,20 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     return make_error(Errc::invalid_argument,
                       "{}: {} slots need {} blocks of {} (at most {} with mma.sync tiles)",
                       k_op.str(), slots, blocks, config.block_m, k_max_grid_y);
+  const bool packed = t.weight_layout == MoeWeightLayout::packed;
   for (int gemm = 1; gemm <= 2; ++gemm) {
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     const int64_t ctas = wgmma_ctas(blocks, gemm_rows(s, gemm), tile);
     if (tile.kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
       return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
                         k_op.str(), slots, ctas, tile.describe(), k_max_grid_x);
+    // The packed layout's pieces hold 32 rows: a stage's box (GEMM1: each half) must hold whole
+    // pieces, and only the wgmma GEMMs read them.
+    if (packed && (tile.kernel != MoeGemmKernel::wgmma || tile.block_n / (gemm == 1 ? 2 : 1) % 32))
+      return make_error(Errc::invalid_argument,
+                        "{}: packed weights are read by wgmma tiles whose weight rows a stage "
+                        "are a multiple of 32; GEMM{}'s tile is {}",
+                        k_op.str(), gemm, tile.describe());
   }
 
   const MoeWorkspaceLayout l = moe_workspace_layout(s, tokens);
@@ -243,14 +260,23 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     llvm::Error err = llvm::Error::success();
     if (tile.kernel == MoeGemmKernel::wgmma) {
       // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
-      // (GEMM1: its gate half and its up half, loaded separately).
+      // (GEMM1: its gate half and its up half, loaded separately). Packed weights: by bulk copies
+      // from their address (layout 1; the map goes unused) or through a rank-4 map (layout 2).
       const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);
       const uint32_t box_rows = static_cast<uint32_t>(gemm == 1 ? tile.block_n / 2 : tile.block_n);
-      auto map = runtime::tensor_map_u8_3d(
-          gemm == 1 ? t.w13.data : t.w2.data,
-          {static_cast<uint64_t>(k_bytes), static_cast<uint64_t>(rows),
-           static_cast<uint64_t>(s.experts)},
-          {128, box_rows, 1});
+      const CUdeviceptr weights = gemm == 1 ? t.w13.data : t.w2.data;
+      const bool bulk = options.packed_reads == MoePackedReads::automatic
+                            ? packed_bulk_reads(tile)
+                            : options.packed_reads == MoePackedReads::bulk;
+      const int layout = !packed ? 0 : bulk ? 1 : 2;
+      auto map = layout == 2 ? runtime::tensor_map_packed_weights(weights, s.experts * rows,
+                                                                  k_bytes, box_rows)
+                             : runtime::tensor_map_u8_3d(weights,
+                                                         {static_cast<uint64_t>(k_bytes),
+                                                          static_cast<uint64_t>(rows),
+                                                          static_cast<uint64_t>(s.experts)},
+                                                         {128, box_rows, 1});
+      const CUdeviceptr bulk_from = layout == 1 ? weights : 0;
       if (!map)
         return map.takeError();
       // Looked up once: the persistent schedules size their grid from it.
@@ -282,7 +308,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         err = engine.launch(**variant, launch, *map, tokens_map,
                             tile.f16_tokens && !sorted_copy ? tokens_f16 : t.hidden.data, sorted,
                             expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
-                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k);
+                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k, bulk_from,
+                            layout);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -292,7 +319,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           return inter_map.takeError();
         err = engine.launch(**variant, launch, *map, *inter_map, sorted, expert_ids, npp,
                             t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                            handoff, group, n_tokens, top_k);
+                            handoff, group, n_tokens, top_k, bulk_from, layout);
       }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,

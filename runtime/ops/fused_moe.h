@@ -36,13 +36,15 @@ namespace specjit::ops {
 //     in token or sorted order)
 //   moe_reduce<top_k, num_tokens>
 //   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
+//   moe_pack_weights<rows> (rows a dynamic spec word: one variant)
 runtime::KernelDef moe_route_kernel();
 runtime::KernelDef moe_align_kernel();
 runtime::KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, // gemm: 1 or 2
                                    MoeGemmKernel kernel = MoeGemmKernel::mma);
 runtime::KernelDef moe_reduce_kernel();
 runtime::KernelDef moe_tokens_f16_kernel();
-std::vector<runtime::KernelDef> moe_kernels(); // all twelve
+runtime::KernelDef moe_pack_weights_kernel();
+std::vector<runtime::KernelDef> moe_kernels(); // all thirteen
 
 // Shape limits the kernels need: experts in [1, 1024], top_k in [1, min(experts, 32)], hidden
 // and intermediate multiples of 128 (FP8) / 64 (bf16) values, i.e. of 128 bytes.
@@ -81,6 +83,10 @@ enum MoeStage : unsigned {
 };
 
 enum class MoeHandoff { automatic, always, never };
+// How the wgmma GEMMs read packed weights (FusedMoeTensors::weight_layout): by bulk copies or
+// through a rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens
+// (decode), where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads).
+enum class MoePackedReads { automatic, bulk, tensor_map };
 enum class MoeLaunchOrder { automatic, grouped, block_major };
 
 struct FusedMoeOptions {
@@ -111,7 +117,17 @@ struct FusedMoeOptions {
   // block-major runs long after the first instead of beside it, so their weights are read
   // from HBM twice). grouped / block_major: tests and benchmarks.
   MoeLaunchOrder launch_order = MoeLaunchOrder::automatic;
+  MoePackedReads packed_reads = MoePackedReads::automatic; // tests and benchmarks
 };
+
+// How w13 and w2 lie in memory. row_major: as their shapes say. packed: each one's bytes as
+// moe_pack_weights writes them (rows of all experts in pieces of 32 rows x 128 bytes of K, each
+// piece contiguous and already in the order a 128-byte-swizzled TMA box lands), which the wgmma
+// GEMMs (sm_90a) read by bulk copies (FusedMoeOptions::packed_reads). Measured on the H200 with
+// the tuned table (docs/moe.md, "Packed weights"): GEMMs 1-4 % faster at T = 4-256 for the
+// three reference models (Mixtral T = 16 329 -> 320 us), but Qwen3 T = 1 9 % slower and
+// T >= 1024 up to 3 % slower; a choice for the caller. The mma.sync GEMMs read row-major only.
+enum class MoeWeightLayout { row_major, packed };
 
 struct FusedMoeTensors {
   runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
@@ -124,11 +140,22 @@ struct FusedMoeTensors {
   runtime::TensorRef w2_scale;      // fp8: f32[E]
   runtime::TensorRef out;           // [T, H] bf16
   runtime::TensorRef workspace;     // u8[>= moe_workspace_layout(shape, T).bytes], 256-aligned
+  MoeWeightLayout weight_layout = MoeWeightLayout::row_major; // of w13 and w2
 };
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& shape,
                       const FusedMoeTensors& tensors, const FusedMoeOptions& options,
                       CUstream stream);
+
+// Packs a weight tensor (w13 [E, 2I, H] or w2 [E, H, I], e4m3 or bf16) into `packed` (same dtype
+// and shape, another buffer) for FusedMoeTensors::weight_layout = packed; done once, when the
+// weights are loaded. Its last dimension must be a multiple of 128 bytes and its rows (E x its
+// second dimension) of 32, as every shape check_moe_shape accepts has them.
+llvm::Error moe_pack_weights(runtime::Engine& engine, const runtime::TensorRef& weights,
+                             const runtime::TensorRef& packed, CUstream stream);
+// Where byte k of row `row` (of all experts' rows, e * N + n) of a weight tensor with rows of
+// k_bytes lands in its packed copy: the layout above, for tests and host-side packing.
+int64_t moe_packed_weight_offset(int64_t row, int64_t k, int64_t k_bytes);
 
 // The order of an expert's slots in moe_align's sorted_ids (its padding always follows them):
 // any (the order an atomic cursor gives, which varies from call to call), or stable (increasing,

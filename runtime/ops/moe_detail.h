@@ -47,6 +47,7 @@ enum KernelIndex {
   k_wgmma2_fp8,
   k_wgmma2_bf16,
   k_tokens_f16,
+  k_pack_weights,
   k_kernel_count
 };
 
@@ -65,6 +66,10 @@ inline constexpr int k_scratch_ints = k_scratch_counters + 1 + k_handoff_blocks;
 inline constexpr int k_tiles_dynamic = 1024;
 inline constexpr size_t k_stream_k_scratch_bytes =
     size_t{k_scratch_ints} * 4 + size_t{k_stream_k_slot_floats} * 4;
+
+// Whether a wgmma tile reads packed weights by bulk copies (else through a rank-4 tensor map);
+// see fused_moe.cpp.
+bool packed_bulk_reads(const GemmTile& tile);
 
 // GEMM2's block hand-off target for this call (0: none); see fused_moe.cpp.
 int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,

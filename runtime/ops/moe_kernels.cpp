@@ -66,6 +66,14 @@ KernelDef moe_tokens_f16_kernel() {
           {}};
 }
 
+KernelDef moe_pack_weights_kernel() {
+  return {"moe_pack_weights",
+          "moe/pack_weights.cu",
+          "specjit_kernels::moe_pack_weights",
+          {{"rows", Policy::dynamic(), ParamEncoding::spec_word}},
+          {}};
+}
+
 std::vector<KernelDef> moe_kernels() {
   return {moe_route_kernel(),
           moe_align_kernel(),
@@ -78,7 +86,8 @@ std::vector<KernelDef> moe_kernels() {
           moe_gemm_kernel(1, MoeDType::bf16, MoeGemmKernel::wgmma),
           moe_gemm_kernel(2, MoeDType::fp8, MoeGemmKernel::wgmma),
           moe_gemm_kernel(2, MoeDType::bf16, MoeGemmKernel::wgmma),
-          moe_tokens_f16_kernel()};
+          moe_tokens_f16_kernel(),
+          moe_pack_weights_kernel()};
 }
 
 namespace moe_detail {

@@ -16,7 +16,9 @@ using runtime::TensorRef;
 namespace {
 size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 // The stage ops' names in their errors.
-constexpr llvm::StringLiteral k_route_op = "moe_route", k_align_op = "moe_align";
+constexpr llvm::StringLiteral k_route_op = "moe_route", k_align_op = "moe_align",
+                              k_pack_op = "moe_pack_weights";
+constexpr int64_t k_piece_rows = 32; // the packed layout's pieces: 32 rows x 128 bytes
 } // namespace
 
 llvm::Error check_moe_shape(const MoeShape& s) { return moe_detail::check_moe_shape(s, k_op); }
@@ -151,6 +153,48 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
                         topk_ids.data, sorted_ids.data, expert_ids.data, num_post_padded.data,
                         zero_counters.data, zeroing ? static_cast<int>(zero_counters.shape[0]) : 0,
                         static_cast<int>(tokens), static_cast<int>(top_k));
+}
+
+int64_t moe_packed_weight_offset(int64_t row, int64_t k, int64_t k_bytes) {
+  const int64_t r = row % k_piece_rows, chunk = (k % 128 / 16) ^ (r % 8);
+  const int64_t piece = row / k_piece_rows * (k_bytes / 128) + k / 128;
+  return piece * k_piece_rows * 128 + r * 128 + chunk * 16 + k % 16;
+}
+
+llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
+                             const TensorRef& packed, CUstream stream) {
+  if (weights.dtype != DType::e4m3 && weights.dtype != DType::bf16)
+    return make_error(Errc::invalid_argument, "{}: weights must be e4m3 or bf16, got {}",
+                      k_pack_op.str(), weights.describe());
+  if (weights.shape.size() != 3)
+    return make_error(Errc::invalid_argument, "{}: weights must be [E, N, K], got {}",
+                      k_pack_op.str(), weights.describe());
+  if (auto err = expect("weights", weights, weights.dtype, {-1, -1, -1}, 16, k_pack_op))
+    return err;
+  if (auto err = expect("packed", packed, weights.dtype, weights.shape, 16, k_pack_op))
+    return err;
+  const int64_t rows = weights.shape[0] * weights.shape[1];
+  const int64_t k_bytes =
+      weights.shape[2] * static_cast<int64_t>(runtime::dtype_size(weights.dtype));
+  if (k_bytes % 128 != 0 || weights.shape[1] % k_piece_rows != 0)
+    return make_error(Errc::invalid_argument,
+                      "{}: weights {} need rows of a multiple of 128 bytes and a multiple of {} "
+                      "rows per expert",
+                      k_pack_op.str(), weights.describe(), k_piece_rows);
+  if (rows >= (int64_t{1} << 31) || k_bytes >= (int64_t{1} << 31))
+    return make_error(Errc::invalid_argument, "{}: weights {} are too large", k_pack_op.str(),
+                      weights.describe());
+  const int64_t bytes = rows * k_bytes;
+  if (packed.data < weights.data + bytes && weights.data < packed.data + bytes)
+    return make_error(Errc::invalid_argument,
+                      "{}: packed must not overlap weights (the packing is not in place)",
+                      k_pack_op.str());
+  runtime::LaunchConfig config;
+  config.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(bytes / 16, 256), 132 * 8));
+  config.block[0] = 256;
+  config.stream = stream;
+  return launch_variant(engine, k_pack_weights, {rows}, config, weights.data, packed.data,
+                        static_cast<int>(rows), static_cast<int>(k_bytes));
 }
 
 } // namespace specjit::ops

@@ -13,13 +13,16 @@
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "support/error.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 using namespace specjit;
@@ -272,6 +275,32 @@ void run_model(const Model& model, Forced forced = Forced::none,
   w2s_d.upload(w2_scale.data(), s.experts * 4);
   a1_d.upload(&a1_scale, 4);
   a2_d.upload(&a2_scale, 4);
+  // The same weights packed (moe_pack_weights), byte for byte where moe_packed_weight_offset
+  // puts them: every wgmma case below also runs on them and must give the same output bytes.
+  DeviceBuffer w13p_d(w13.size()), w2p_d(w2.size());
+  {
+    const DType dtype = fp8 ? DType::e4m3 : DType::bf16;
+    w13p_d.poison();
+    w2p_d.poison();
+    const TensorRef w13_t{w13_d.ptr(), dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}},
+        w2_t{w2_d.ptr(), dtype, {s.experts, s.hidden, s.intermediate}, {}};
+    require_ok(moe_pack_weights(engine, w13_t, {w13p_d.ptr(), dtype, w13_t.shape, {}}, nullptr));
+    require_ok(moe_pack_weights(engine, w2_t, {w2p_d.ptr(), dtype, w2_t.shape, {}}, nullptr));
+    require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+    for (auto [host, packed_d, k_bytes] :
+         {std::tuple{&w13, &w13p_d, s.hidden * static_cast<int64_t>(elem)},
+          std::tuple{&w2, &w2p_d, s.intermediate * static_cast<int64_t>(elem)}}) {
+      std::vector<uint8_t> packed(host->size());
+      packed_d->download(packed.data(), packed.size());
+      const int64_t rows = static_cast<int64_t>(host->size()) / k_bytes;
+      int64_t misplaced = 0;
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t k = 0; k < k_bytes; k += 16)
+          misplaced += std::memcmp(packed.data() + moe_packed_weight_offset(row, k, k_bytes),
+                                   host->data() + row * k_bytes + k, 16) != 0;
+      CHECK(misplaced == 0);
+    }
+  }
 
   reference::MoeWeights ref;
   ref.experts = s.experts;
@@ -385,6 +414,34 @@ void run_model(const Model& model, Forced forced = Forced::none,
       std::vector<uint16_t> again(out.size());
       out_d.download(again.data(), again.size() * 2);
       CHECK(again == out);
+      // And on the packed weights, read by bulk copies and through a tensor map: the same bytes
+      // where wgmma tiles read them, refused (naming them) where a tile cannot.
+      FusedMoeTensors packed_t = t;
+      packed_t.w13.data = w13p_d.ptr();
+      packed_t.w2.data = w2p_d.ptr();
+      packed_t.weight_layout = MoeWeightLayout::packed;
+      const MoeTileConfig& c = resolved->config;
+      const bool readable = c.gemm1.kernel == MoeGemmKernel::wgmma &&
+                            c.gemm2.kernel == MoeGemmKernel::wgmma && c.gemm1.block_n % 64 == 0 &&
+                            c.gemm2.block_n % 32 == 0;
+      for (MoePackedReads reads : {MoePackedReads::bulk, MoePackedReads::tensor_map}) {
+        INFO("packed weights, " << std::string(reads == MoePackedReads::bulk ? "bulk copies"
+                                                                             : "tensor map"));
+        FusedMoeOptions packed_options = options;
+        packed_options.packed_reads = reads;
+        out_d.poison();
+        llvm::Error err = fused_moe(engine, s, packed_t, packed_options, nullptr);
+        if (readable) {
+          require_ok(std::move(err));
+          require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
+          out_d.download(again.data(), again.size() * 2);
+          CHECK(again == out);
+        } else {
+          const bool failed = static_cast<bool>(err);
+          REQUIRE(failed);
+          CHECK(summarize(std::move(err)).message.find("packed weights") != std::string::npos);
+        }
+      }
     }
     std::vector<int64_t> sample;
     const int64_t count = std::min(tokens, model.sampled_tokens);

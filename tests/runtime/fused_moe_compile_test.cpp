@@ -8,8 +8,13 @@
 #include "runtime/manifest.h"
 #include "runtime/ops/fused_moe.h"
 #include "runtime/ops/moe_detail.h"
+#include "runtime/tensor_map.h"
 
 #include "support/error.h"
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
 
 using namespace specjit;
 using namespace specjit::runtime;
@@ -864,4 +869,81 @@ TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for
   CHECK(moe_gemm_shared_bytes(16, GemmTile{64, 1, 4, 4}, MoeDType::fp8, 1) == (16u + 64) * 128 * 4);
   CHECK(moe_gemm_shared_bytes(64, GemmTile{128, 2, 2, 4}, MoeDType::bf16, 2) ==
         (64u + 128) * 128 * 4);
+}
+
+TEST_CASE("packed weights: 32-row pieces of 128 bytes, each in the 128-byte swizzle's order") {
+  // Three row groups of rows of 384 bytes (3 pieces a group).
+  const int64_t k_bytes = 384, rows = 96;
+  std::vector<int64_t> seen(rows * k_bytes, 0);
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t k = 0; k < k_bytes; ++k) {
+      const int64_t at = moe_packed_weight_offset(row, k, k_bytes);
+      REQUIRE(at >= 0);
+      REQUIRE(at < rows * k_bytes);
+      ++seen[at];
+    }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == rows * k_bytes); // a permutation
+  // Piece (row group g, k piece p) is the 4096 bytes at (g * 3 + p) * 4096; in it, row r's
+  // 16-byte chunk c lies at chunk c ^ (r % 8) of the row's 128 bytes, its bytes in order.
+  for (int64_t row : {0, 5, 33, 95})
+    for (int64_t k : {0, 17, 130, 383}) {
+      const int64_t g = row / 32, r = row % 32, p = k / 128, c = k % 128 / 16;
+      CHECK(moe_packed_weight_offset(row, k, k_bytes) ==
+            (g * 3 + p) * 4096 + r * 128 + (c ^ (r % 8)) * 16 + k % 16);
+    }
+}
+
+TEST_CASE("moe_pack_weights and fused_moe name what packed weights cannot be") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto rejected = [](llvm::Error err, const std::string& part) {
+    ErrorSummary error = summarize(std::move(err));
+    INFO("message: " << error.message);
+    CHECK(error.code == Errc::invalid_argument);
+    CHECK(error.message.find(part) != std::string::npos);
+  };
+  const TensorRef w{k_base, DType::e4m3, {8, 256, 256}, {}};
+  const TensorRef packed{k_base + 0x100000, DType::e4m3, {8, 256, 256}, {}};
+  rejected(moe_pack_weights(engine, {k_base, DType::f32, {8, 256, 256}, {}}, packed, nullptr),
+           "moe_pack_weights: weights must be e4m3 or bf16");
+  rejected(
+      moe_pack_weights(engine, w, {k_base + 0x100000, DType::e4m3, {8, 256, 128}, {}}, nullptr),
+      "moe_pack_weights: packed: expected e4m3[8, 256, 256]");
+  rejected(moe_pack_weights(engine, w, {k_base + 0x1000, DType::e4m3, {8, 256, 256}, {}}, nullptr),
+           "must not overlap");
+  rejected(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 48, 256}, {}},
+                            {k_base + 0x100000, DType::e4m3, {8, 48, 256}, {}}, nullptr),
+           "a multiple of 32 rows per expert");
+  rejected(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 256, 64}, {}},
+                            {k_base + 0x100000, DType::e4m3, {8, 256, 64}, {}}, nullptr),
+           "rows of a multiple of 128 bytes");
+  CHECK(engine.stats().requests == 0);
+  // Only wgmma tiles read packed weights.
+  Args a(4);
+  a.t.weight_layout = MoeWeightLayout::packed;
+  FusedMoeOptions options;
+  options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
+  rejected(fused_moe(engine, a.shape, a.t, options, nullptr),
+           "packed weights are read by wgmma tiles");
+}
+
+TEST_CASE("the pack kernel compiles for sm_90a without spills") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto id = engine.add_kernel(moe_pack_weights_kernel());
+  REQUIRE(static_cast<bool>(id));
+  auto variant = engine.prepare(*id, {4096});
+  REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+  CHECK((*variant)->spill_bytes == 0);
+}
+
+TEST_CASE("the packed weights' tensor map checks for whole pieces before the driver") {
+  for (auto [rows, k_bytes, box] : {std::tuple<uint64_t, uint64_t, uint32_t>{100, 256, 64},
+                                    {128, 200, 64},
+                                    {128, 256, 48},
+                                    {128, 256, 512}}) {
+    auto map = tensor_map_packed_weights(k_base, rows, k_bytes, box);
+    REQUIRE(!map);
+    CHECK(summarize(map.takeError()).message.find("not whole pieces") != std::string::npos);
+  }
 }

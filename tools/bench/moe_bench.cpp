@@ -80,11 +80,14 @@ struct MoeBench {
   int routings = 0;                                        // --routings
   int tune_routings = 1;                                   // --tune-routings
   int64_t max_tokens = 0; // rows of the router logits (make_setup's)
+  bool packed = false;    // --packed: the weights in moe_pack_weights' layout
+  MoePackedReads packed_reads = MoePackedReads::automatic; // --packed-reads
 
   // The flags' choices for every fused_moe call of the run.
   void set_choices(FusedMoeOptions& o) const {
     o.handoff = handoff;
     o.launch_order = launch_order;
+    o.packed_reads = packed_reads;
   }
 
   bool selected(int64_t tokens) const {
@@ -356,6 +359,8 @@ struct MoeBench {
     s.dtype = dtype;
     Setup setup = make_setup(drv, s, 4096);
     max_tokens = setup.max_tokens;
+    if (packed)
+      pack_weights(engine, drv, s, *setup.buffers);
     MoeConfigEntry entry{s, engine.arch(), {}};
     if (const MoeConfigEntry* base = table ? table->find(s, engine.arch()) : nullptr)
       entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
@@ -438,8 +443,9 @@ int run_moe_bench(int argc, char** argv) {
   Flags flags;
   if (!parse_flags(argc, argv, 2,
                    {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
-                    "--tokens", "--handoff", "--launch-order", "--routings", "--tune-routings"},
-                   {"--help", "--tune", "--verbose"}, flags))
+                    "--tokens", "--handoff", "--launch-order", "--routings", "--tune-routings",
+                    "--packed-reads"},
+                   {"--help", "--tune", "--verbose", "--packed"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs()
@@ -448,6 +454,7 @@ int run_moe_bench(int argc, char** argv) {
            "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
            "                         [--launch-order automatic|grouped|block-major]\n"
            "                         [--routings N] [--tune-routings R]\n"
+           "                         [--packed [--packed-reads automatic|bulk|map]]\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
@@ -462,6 +469,9 @@ int run_moe_bench(int argc, char** argv) {
            "             over the fixed routing and R - 1 fresh ones (seeds 1001..; default 1: "
            "the\n"
            "             fixed one)\n"
+           "  --packed   the weights packed by moe_pack_weights (bulk-copy reads) instead of\n"
+           "             row-major (tensor-map reads); --packed-reads: read by bulk copies or\n"
+           "             through a tensor map (automatic: bulk for the swap-AB decode tiles)\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
@@ -518,6 +528,13 @@ int run_moe_bench(int argc, char** argv) {
                  launch_order,
                  static_cast<int>(routings),
                  static_cast<int>(tune_routings)};
+  bench.packed = flags.has("--packed");
+  if (!parse_choice<MoePackedReads>(flags, "--packed-reads",
+                                    {{"automatic", MoePackedReads::automatic},
+                                     {"bulk", MoePackedReads::bulk},
+                                     {"map", MoePackedReads::tensor_map}},
+                                    bench.packed_reads))
+    return 2;
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
                               "floor assumes {:.2f} TB/s of reads)\n",
@@ -546,6 +563,7 @@ int run_moe_bench(int argc, char** argv) {
                           {"measured_copy_bytes_per_s", copy_rate},
                           {"peer", "vLLM Triton fused_moe_kernel, GEMM1+GEMM2, FP8 per-tensor"},
                           {"tuned", bench.tune},
+                          {"weights", bench.packed ? "packed" : "row_major"},
                           {"rows", std::move(bench.rows)}})
              ? 0
              : 1;

@@ -57,7 +57,24 @@ FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int
   t.out = {b.out, DType::bf16, {tokens, s.hidden}, {}};
   t.workspace = {
       b.work, DType::u8, {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
+  t.weight_layout = b.packed ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
   return t;
+}
+
+void pack_weights(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
+                  Buffers& b) {
+  const FusedMoeTensors t = tensors(b, s, 1);
+  for (int c = 0; c < k_weight_copies; ++c)
+    for (auto [weights, shape] :
+         {std::pair{&b.w13[c], t.w13.shape}, std::pair{&b.w2[c], t.w2.shape}}) {
+      const runtime::TensorRef from{*weights, t.w13.dtype, shape, {}};
+      const CUdeviceptr to = alloc(drv, from.numel() * runtime::dtype_size(from.dtype), 0);
+      must(moe_pack_weights(engine, from, {to, from.dtype, shape, {}}, nullptr), "pack weights");
+      must(drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize"), "pack weights");
+      drv.cuMemFree(*weights);
+      *weights = to;
+    }
+  b.packed = true;
 }
 
 // Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy

@@ -22,6 +22,7 @@ struct Buffers {
   const runtime::Driver& drv;
   CUdeviceptr x = 0, logits = 0, scales = 0, out = 0, work = 0;
   CUdeviceptr w13[k_weight_copies] = {}, w2[k_weight_copies] = {};
+  bool packed = false; // w13 and w2 in moe_pack_weights' layout (pack_weights)
   ~Buffers() {
     for (CUdeviceptr p : {x, logits, scales, out, work})
       if (p)
@@ -40,6 +41,10 @@ struct Setup {
   int64_t max_tokens = 0;
 };
 Setup make_setup(const runtime::Driver& drv, const ops::MoeShape& s, int64_t max_tokens);
+
+// Replaces every weight copy of `b` by its packed copy (moe_pack_weights).
+void pack_weights(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
+                  Buffers& b);
 
 // The op's tensors over `b` for `tokens` tokens, weights from copy `copy`.
 ops::FusedMoeTensors tensors(const Buffers& b, const ops::MoeShape& s, int64_t tokens,

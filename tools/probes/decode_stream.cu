@@ -8,14 +8,19 @@
 // a CUDA graph of back-to-back launches, each on the next of several copies of the weights (at
 // least 160 MB of them), so no launch finds its bytes in the 50 MB L2 (median of 5 replays, us a
 // launch). Also: the same bytes as two launches (GEMM1's rows, then GEMM2's), and an empty kernel
-// (the launch alone). Built by hand (ctest only compiles it, label probes; running it needs a
-// GPU):
+// (the launch alone); and the same boxes from a packed copy (pieces of 32, 64 or 128 rows x 128
+// bytes, contiguous), through a rank-4 tensor map or by one bulk copy a piece (what the MoE GEMMs
+// do with packed weights: report section 51). With the argument `large`, the reads of the larger
+// decode points (Mixtral T >= 16, DeepSeek T = 16) instead of T = 1's. Built by hand (ctest only
+// compiles it, label probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o decode_stream tools/probes/decode_stream.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <vector>
 
 using namespace specjit_kernels;
@@ -86,10 +91,36 @@ __global__ void __launch_bounds__(64, 1)
 template <int STAGES>
 __global__ void __launch_bounds__(64, 1) bulk(const unsigned char* source, long long boxes) {
   ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                 "%2, [%3];" ::"r"(dst),
-                 "l"(source + box * k_box_bytes), "r"(k_box_bytes), "r"(bar)
-                 : "memory");
+    bulk_load(dst, source + box * k_box_bytes, k_box_bytes, bar);
+  });
+}
+
+// The same 128-row x 128-byte boxes from a packed copy of the weights: pieces of P rows x 128
+// bytes of K stored contiguously (P * 128 bytes), piece (row group, k) after piece (row group,
+// k - 1), so a box is 128 / P contiguous pieces (a rank-4 map: 128 bytes, P rows, K / 128 pieces,
+// rows / P groups). Whether reading whole pieces instead of 128-byte row segments streams faster.
+template <int STAGES>
+__global__ void __launch_bounds__(64, 1)
+    packed(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes, int groups_a_box) {
+  ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
+    tma_load_4d(dst, &map, bar, 0, 0, static_cast<int>(box % k_boxes),
+                static_cast<int>(box / k_boxes) * groups_a_box);
+  });
+}
+
+// The packed copy's boxes as the pieces they are made of, one cp.async.bulk each (no tensor
+// map): the stage of box (tile, k) is pieces (tile * pieces_a_box + j, k), j < pieces_a_box, each
+// piece_bytes long, pieces of one row group consecutive along K. A copy packed with the 128-byte
+// swizzle already applied would land as the tensor loads' boxes do.
+template <int STAGES>
+__global__ void __launch_bounds__(64, 1)
+    bulk_pieces(const unsigned char* source, int k_boxes, long long boxes, int pieces_a_box) {
+  const int piece_bytes = k_box_bytes / pieces_a_box;
+  ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
+    const long long k = box % k_boxes, tile = box / k_boxes;
+    for (int j = 0; j < pieces_a_box; ++j)
+      bulk_load(dst + j * piece_bytes,
+                source + ((tile * pieces_a_box + j) * k_boxes + k) * piece_bytes, piece_bytes, bar);
   });
 }
 
@@ -158,6 +189,31 @@ std::vector<TmaDesc> encode(CUdeviceptr base, long long copy_bytes, const Matrix
   return maps;
 }
 
+// The packed copies' maps (pieces of `piece_rows` rows), as encode() does for the row-major ones.
+std::vector<TmaDesc> encode_packed(CUdeviceptr base, long long copy_bytes, const Matrix& m,
+                                   int piece_rows) {
+  std::vector<TmaDesc> maps(rotation_copies(copy_bytes));
+  const cuuint64_t k_pieces = static_cast<cuuint64_t>(m.row_bytes / 128),
+                   piece = 128ull * piece_rows;
+  const cuuint64_t dims[4] = {128, static_cast<cuuint64_t>(piece_rows), k_pieces,
+                              static_cast<cuuint64_t>(m.rows / piece_rows)};
+  const cuuint64_t strides[3] = {128, piece, piece * k_pieces};
+  const cuuint32_t box[4] = {128, static_cast<cuuint32_t>(piece_rows), 1,
+                             static_cast<cuuint32_t>(128 / piece_rows)};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  for (size_t c = 0; c < maps.size(); ++c) {
+    CUtensorMap map;
+    if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4,
+                               reinterpret_cast<void*>(base + c * copy_bytes), dims, strides, box,
+                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+      std::printf("cuTensorMapEncodeTiled (packed) failed\n");
+    std::memcpy(&maps[c], &map, sizeof(map));
+  }
+  return maps;
+}
+
 long long round_up(long long bytes) { return (bytes + 4095) & ~4095LL; }
 
 template <int STAGES> void launch(const TmaDesc& desc, const Matrix& m, int ctas, cudaStream_t s) {
@@ -180,6 +236,72 @@ template <int STAGES> void one(const char* name, CUdeviceptr buffer, const Matri
               "%5.2f us (%.2f), %.2f TB/s  (%s)\n",
               name, m.bytes() / 1e6, ctas, STAGES, STAGES * 16, us, floor_time, floor_time / us,
               m.bytes() / us / 1e6, cudaGetErrorString(cudaGetLastError()));
+}
+
+template <int STAGES>
+void launch_packed(const TmaDesc& desc, const Matrix& m, int piece_rows, int ctas, cudaStream_t s) {
+  packed<STAGES><<<ctas, 64, ring_smem(STAGES), s>>>(desc, static_cast<int>(m.row_bytes / 128),
+                                                     m.boxes(), 128 / piece_rows);
+}
+
+// As one(), from the packed copy with pieces of piece_rows rows.
+template <int STAGES>
+void one_packed(const char* name, CUdeviceptr buffer, const Matrix& m, int piece_rows, int ctas) {
+  const std::vector<TmaDesc> maps = encode_packed(buffer, round_up(m.bytes()), m, piece_rows);
+  const double us = graph_us([&](int i, cudaStream_t s) {
+    launch_packed<STAGES>(maps[i % maps.size()], m, piece_rows, ctas, s);
+  });
+  const double floor_time = floor_us(m.bytes());
+  std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d packed, %3d-row pieces: %6.2f us, floor "
+              "%5.2f us (%.2f)  (%s)\n",
+              name, m.bytes() / 1e6, ctas, STAGES, piece_rows, us, floor_time, floor_time / us,
+              cudaGetErrorString(cudaGetLastError()));
+}
+
+// As two(), from packed copies.
+template <int STAGES>
+void two_packed(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2,
+                int piece_rows, int ctas) {
+  const long long copy = round_up(g1.bytes()) + round_up(g2.bytes());
+  const std::vector<TmaDesc> m1 = encode_packed(buffer, copy, g1, piece_rows),
+                             m2 =
+                                 encode_packed(buffer + round_up(g1.bytes()), copy, g2, piece_rows);
+  const double us = graph_us([&](int i, cudaStream_t s) {
+    launch_packed<STAGES>(m1[i % m1.size()], g1, piece_rows, ctas, s);
+    launch_packed<STAGES>(m2[i % m2.size()], g2, piece_rows, ctas, s);
+  });
+  const double floor_time = floor_us(g1.bytes() + g2.bytes());
+  std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d packed, %3d-row pieces, two launches: %6.2f "
+              "us, floor %5.2f us (%.2f)  (%s)\n",
+              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, STAGES, piece_rows, us, floor_time,
+              floor_time / us, cudaGetErrorString(cudaGetLastError()));
+}
+
+template <int STAGES>
+void launch_pieces(const unsigned char* source, const Matrix& m, int piece_rows, int ctas,
+                   cudaStream_t s) {
+  bulk_pieces<STAGES><<<ctas, 64, ring_smem(STAGES), s>>>(
+      source, static_cast<int>(m.row_bytes / 128), m.boxes(), 128 / piece_rows);
+}
+
+// As one_packed(), by bulk copies of the pieces (one launch, or with `then` GEMM2's after it).
+template <int STAGES>
+void pieces(const char* name, CUdeviceptr buffer, const Matrix& m, int piece_rows, int ctas,
+            const Matrix* then = nullptr) {
+  const long long first = round_up(m.bytes()), copy = first + (then ? round_up(then->bytes()) : 0),
+                  copies = rotation_copies(copy);
+  const double us = graph_us([&](int i, cudaStream_t s) {
+    const auto* source = reinterpret_cast<const unsigned char*>(buffer + (i % copies) * copy);
+    launch_pieces<STAGES>(source, m, piece_rows, ctas, s);
+    if (then)
+      launch_pieces<STAGES>(source + first, *then, piece_rows, ctas, s);
+  });
+  const long long bytes = m.bytes() + (then ? then->bytes() : 0);
+  const double floor_time = floor_us(bytes);
+  std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d bulk pieces of %3d rows%s: %6.2f us, floor "
+              "%5.2f us (%.2f)  (%s)\n",
+              name, bytes / 1e6, ctas, STAGES, piece_rows, then ? ", two launches" : "", us,
+              floor_time, floor_time / us, cudaGetErrorString(cudaGetLastError()));
 }
 
 // The same bytes as contiguous pieces: cp.async.bulk (STAGES > 0) or plain loads (STAGES = 0).
@@ -216,25 +338,11 @@ void two(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g
               cudaGetErrorString(cudaGetLastError()));
 }
 
-int main() {
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  allow_smem<4>(stream<4>);
-  allow_smem<6>(stream<6>);
-  allow_smem<8>(stream<8>);
-  allow_smem<12>(stream<12>);
-  allow_smem<8>(bulk<8>);
-  unsigned* sink;
-  cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(unsigned));
-  const size_t buffer_bytes = size_t{512} << 20; // the copies of every matrix below
-  CUdeviceptr buffer;
-  cudaMalloc(reinterpret_cast<void**>(&buffer), buffer_bytes);
-  cudaMemset(reinterpret_cast<void*>(buffer), 1, buffer_bytes);
-  const double empty_us = graph_us([&](int, cudaStream_t s) { empty_kernel<<<sms, 64, 0, s>>>(); });
-  std::printf("empty kernel, %d CTAs: %.2f us a launch\n", sms, empty_us);
-  // T = 1, top-8: eight experts' rows. Qwen3-30B-A3B: GEMM1 8 x 1536 rows of 2048 bytes, GEMM2
-  // 8 x 2048 rows of 768; DeepSeek-V3 TP8: GEMM1 8 x 512 rows of 7168, GEMM2 8 x 7168 rows of 256.
-  // The pair's bytes as one matrix of the same row length as GEMM1's (one launch over both).
+// T = 1, top-8: the bytes a fused decode kernel would have to stream.
+void decode_t1(CUdeviceptr buffer, int sms, unsigned* sink) {
+  // Eight experts' rows. Qwen3-30B-A3B: GEMM1 8 x 1536 rows of 2048 bytes, GEMM2 8 x 2048 rows
+  // of 768; DeepSeek-V3 TP8: GEMM1 8 x 512 rows of 7168, GEMM2 8 x 7168 rows of 256. The pair's
+  // bytes as one matrix of the same row length as GEMM1's (one launch over both).
   const Matrix q1{12288, 2048}, q2{16384, 768}, q12{18432, 2048};
   const Matrix d1{4096, 7168}, d2{57344, 256}, d12{6144, 7168};
   for (const auto& [name, m] :
@@ -255,9 +363,86 @@ int main() {
   one<8>("qwen3 T=1 GEMM1", buffer, q1, 96);
   one<8>("qwen3 T=1 GEMM1", buffer, q1, 192);
   one<6>("deepseek T=1 GEMM1", buffer, d1, 128);
+  for (const auto& [name, m] :
+       {std::pair{"qwen3 T=1 GEMM1", q1}, std::pair{"qwen3 T=1 GEMM2", q2},
+        std::pair{"deepseek T=1 GEMM1", d1}, std::pair{"deepseek T=1 GEMM2", d2}})
+    for (int piece_rows : {32, 128}) {
+      one_packed<8>(name, buffer, m, piece_rows, sms);
+      pieces<8>(name, buffer, m, piece_rows, sms);
+    }
+  two_packed<8>("qwen3 T=1 GEMM1, GEMM2", buffer, q1, q2, 32, sms);
+  two_packed<8>("deepseek T=1 GEMM1,2", buffer, d1, d2, 32, sms);
+  pieces<8>("qwen3 T=1 GEMM1, GEMM2", buffer, q1, 32, sms, &q2);
+  pieces<8>("deepseek T=1 GEMM1,2", buffer, d1, 32, sms, &d2);
   two<8>("qwen3 T=1 GEMM1, GEMM2", buffer, q1, q2, sms);
   two<12>("qwen3 T=1 GEMM1, GEMM2", buffer, q1, q2, sms);
   two<8>("deepseek T=1 GEMM1,2", buffer, d1, d2, sms);
   two<12>("deepseek T=1 GEMM1,2", buffer, d1, d2, sms);
+}
+
+// The decode points whose GEMMs stream at 0.89-0.96 of the floor, 1-4 % short of the peer:
+// Mixtral-8x7B at T = 16 and 64 (all 8 experts: GEMM1 8 x 28672 rows of 4096 bytes, GEMM2
+// 8 x 4096 rows of 14336) and DeepSeek-V3 TP8 at T = 16 (the benchmark's routing hits 106
+// experts: GEMM1 106 x 512 rows of 7168 bytes, GEMM2 106 x 7168 rows of 256).
+void decode_large(CUdeviceptr buffer, int sms, unsigned* sink) {
+  const Matrix m1{229376, 4096}, m2{32768, 14336};
+  const Matrix d1{54272, 7168}, d2{759808, 256};
+  for (const auto& [name, m] :
+       {std::pair{"mixtral T>=16 GEMM1", m1}, std::pair{"mixtral T>=16 GEMM2", m2},
+        std::pair{"deepseek T=16 GEMM1", d1}, std::pair{"deepseek T=16 GEMM2", d2}}) {
+    one<4>(name, buffer, m, sms);
+    one<8>(name, buffer, m, sms);
+    one<4>(name, buffer, m, 2 * sms);
+    one<4>(name, buffer, m, 4 * sms);
+    flat<8>(name, buffer, m, sms, sink);
+    flat<0>(name, buffer, m, 4 * sms, sink);
+    for (int piece_rows : {32, 64, 128}) {
+      one_packed<4>(name, buffer, m, piece_rows, 2 * sms);
+      pieces<4>(name, buffer, m, piece_rows, 2 * sms);
+    }
+    pieces<8>(name, buffer, m, 32, sms);
+    pieces<2>(name, buffer, m, 32, 4 * sms);
+  }
+  two_packed<4>("mixtral T>=16 GEMM1,2", buffer, m1, m2, 32, 2 * sms);
+  two_packed<4>("deepseek T=16 GEMM1,2", buffer, d1, d2, 32, 2 * sms);
+  pieces<4>("mixtral T>=16 GEMM1,2", buffer, m1, 32, 2 * sms, &m2);
+  pieces<4>("deepseek T=16 GEMM1,2", buffer, d1, 32, 2 * sms, &d2);
+  pieces<8>("mixtral T>=16 GEMM1,2", buffer, m1, 32, sms, &m2);
+  pieces<8>("deepseek T=16 GEMM1,2", buffer, d1, 32, sms, &d2);
+  two<4>("mixtral T>=16 GEMM1,2", buffer, m1, m2, 2 * sms);
+  two<8>("mixtral T>=16 GEMM1,2", buffer, m1, m2, sms);
+  two<4>("deepseek T=16 GEMM1,2", buffer, d1, d2, 2 * sms);
+  two<8>("deepseek T=16 GEMM1,2", buffer, d1, d2, sms);
+}
+
+// No argument: the T = 1 reads; `large`: the larger decode points'.
+int main(int argc, char** argv) {
+  const bool large = argc > 1 && std::string(argv[1]) == "large";
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  allow_smem<4>(stream<4>);
+  allow_smem<6>(stream<6>);
+  allow_smem<8>(stream<8>);
+  allow_smem<12>(stream<12>);
+  allow_smem<8>(bulk<8>);
+  allow_smem<4>(packed<4>);
+  allow_smem<8>(packed<8>);
+  allow_smem<2>(bulk_pieces<2>);
+  allow_smem<4>(bulk_pieces<4>);
+  allow_smem<8>(bulk_pieces<8>);
+  unsigned* sink;
+  cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(unsigned));
+  // The copies of every matrix below (the large ones: one copy of Mixtral's 1.41 GB, which no
+  // launch finds in L2 either).
+  const size_t buffer_bytes = large ? size_t{1536} << 20 : size_t{512} << 20;
+  CUdeviceptr buffer;
+  cudaMalloc(reinterpret_cast<void**>(&buffer), buffer_bytes);
+  cudaMemset(reinterpret_cast<void*>(buffer), 1, buffer_bytes);
+  const double empty_us = graph_us([&](int, cudaStream_t s) { empty_kernel<<<sms, 64, 0, s>>>(); });
+  std::printf("empty kernel, %d CTAs: %.2f us a launch\n", sms, empty_us);
+  if (large)
+    decode_large(buffer, sms, sink);
+  else
+    decode_t1(buffer, sms, sink);
   return 0;
 }
