@@ -383,6 +383,9 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     add(gemm_index(2, s.dtype, config.gemm2.kernel),
         gemm_values(s, 2, config.block_m, config.gemm2, count));
     add(k_reduce, {s.top_k, count});
+    // A caller may pack the weights for the wgmma GEMMs at load (one variant, any shape).
+    if (config.gemm1.kernel == MoeGemmKernel::wgmma && config.gemm2.kernel == MoeGemmKernel::wgmma)
+      add(k_pack_weights, {s.experts * 2 * s.intermediate});
   }
   return out;
 }

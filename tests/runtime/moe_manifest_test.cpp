@@ -84,7 +84,8 @@ TEST_CASE("tp divides the intermediate size and num_tokens restricts the buckets
     CHECK(r.def.id.find("fp8") == std::string::npos);
   }
   CHECK(gemms == 1);
-  CHECK(requests.size() == 5);
+  // route, align, the two GEMMs, reduce and the weights' packing (wgmma GEMMs read packed ones).
+  CHECK(requests.size() == 6);
 }
 
 TEST_CASE("the example manifests derive the three reference models") {
@@ -100,6 +101,7 @@ TEST_CASE("the example manifests derive the three reference models") {
     CHECK(kernels.count("moe_align") == 1);
     CHECK(kernels.count("moe_reduce") == 1);
     CHECK((kernels.count("moe_wgmma1_fp8") == 1 || kernels.count("moe_wgmma1_bf16") == 1));
+    CHECK(kernels.count("moe_pack_weights") == 1); // precompiled for callers that pack at load
   }
 }
 
