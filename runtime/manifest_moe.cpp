@@ -48,14 +48,15 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 
 // "models": [{"type": "moe", "experts": 128, "top_k": 8, "hidden": 2048, "intermediate": 768,
 //             "dtype": "fp8", "tp": 1, "renormalize": true, "num_tokens": [1, 64],
-//             "arch": "sm_90a", "config_table": "moe-configs-h200.json"}]
+//             "arch": "sm_90a", "config_table": "moe-configs-h200.json", "weights": "packed"}]
 // intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
 // kernel of the layer x every token-count bucket's tile configuration (docs/moe.md), from the
 // tuned table when one is named (a path relative to the manifest's folder), else the default
-// rule: the variants the runtime will dispatch to with the same table.
+// rule: the variants the runtime will dispatch to with the same table (and weights: the table's
+// entry for that layout, "row_major" by default).
 llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantRequest>& out) {
   if (auto err = model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
-                             "renormalize", "num_tokens", "arch", "config_table"}))
+                             "renormalize", "num_tokens", "arch", "config_table", "weights"}))
     return err;
   ops::MoeShape shape;
   int64_t* targets[] = {&shape.experts, &shape.top_k, &shape.hidden, &shape.intermediate};
@@ -109,10 +110,19 @@ llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantReq
     table = std::move(*loaded);
     options.table = &table;
   }
+  auto weights_name = model.optional_string("weights");
+  if (!weights_name)
+    return weights_name.takeError();
+  if (*weights_name && **weights_name != "row_major" && **weights_name != "packed")
+    return model.error("weights", "expected \"row_major\" or \"packed\"");
+  const ops::MoeWeightLayout weights = *weights_name && **weights_name == "packed"
+                                           ? ops::MoeWeightLayout::packed
+                                           : ops::MoeWeightLayout::row_major;
   auto tokens = model.optional_integers("num_tokens", 1);
   if (!tokens)
     return tokens.takeError();
-  auto requests = ops::fused_moe_variants(shape, options, arch, tokens->value_or(std::vector<int64_t>{}));
+  auto requests = ops::fused_moe_variants(shape, options, arch,
+                                          tokens->value_or(std::vector<int64_t>{}), weights);
   if (!requests)
     return model.error("type", llvm::toString(requests.takeError()));
   for (VariantRequest& request : *requests)

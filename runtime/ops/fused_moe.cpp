@@ -174,7 +174,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (auto err = check_moe_config(s, config, engine.arch()))
       return err;
   } else {
-    auto resolved = resolve_moe_config(s, tokens, engine.arch(), options.table);
+    auto resolved = resolve_moe_config(s, tokens, engine.arch(), options.table, t.weight_layout);
     if (!resolved)
       return resolved.takeError();
     config = resolved->config;
@@ -344,10 +344,10 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
 
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch& arch,
-                   llvm::ArrayRef<int64_t> token_counts) {
+                   llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
   if (auto err = check_moe_shape(s))
     return err;
-  auto all = resolve_moe_config(s, 1, arch, options.table);
+  auto all = resolve_moe_config(s, 1, arch, options.table, weights);
   if (!all)
     return all.takeError();
   std::vector<int64_t> counts(token_counts.begin(), token_counts.end());
@@ -369,7 +369,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     if (options.config) {
       config = *options.config;
     } else {
-      auto resolved = resolve_moe_config(s, count, arch, options.table);
+      auto resolved = resolve_moe_config(s, count, arch, options.table, weights);
       if (!resolved)
         return resolved.takeError();
       config = resolved->config;
@@ -392,8 +392,8 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
 
 llvm::Expected<std::vector<const runtime::Variant*>>
 prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const FusedMoeOptions& options,
-                  llvm::ArrayRef<int64_t> token_counts) {
-  auto requests = fused_moe_variants(shape, options, engine.arch(), token_counts);
+                  llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
+  auto requests = fused_moe_variants(shape, options, engine.arch(), token_counts, weights);
   if (!requests)
     return requests.takeError();
   std::vector<const runtime::Variant*> variants;

@@ -127,7 +127,7 @@ struct FusedMoeOptions {
 // the tuned table (docs/moe.md, "Packed weights"): GEMMs 1-4 % faster at T = 4-256 for the
 // three reference models (Mixtral T = 16 329 -> 320 us), but Qwen3 T = 1 9 % slower and
 // T >= 1024 up to 3 % slower; a choice for the caller. The mma.sync GEMMs read row-major only.
-enum class MoeWeightLayout { row_major, packed };
+// The layout (MoeWeightLayout, runtime/ops/moe_config.h) also picks the table's entry.
 
 struct FusedMoeTensors {
   runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
@@ -180,14 +180,17 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 
 // Every variant a layer of this shape can need: every kernel x every bucket's configuration
-// (arch picks the table entry). token_counts restricts the buckets to those counts' buckets.
+// (arch and the weights' layout pick the table entry). token_counts restricts the buckets to those
+// counts' buckets.
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options, const Arch& arch,
-                   llvm::ArrayRef<int64_t> token_counts = {});
+                   llvm::ArrayRef<int64_t> token_counts = {},
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
 
 // Makes every variant of fused_moe_variants ready without a GPU.
 llvm::Expected<std::vector<const runtime::Variant*>>
 prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const FusedMoeOptions& options,
-                  llvm::ArrayRef<int64_t> token_counts = {});
+                  llvm::ArrayRef<int64_t> token_counts = {},
+                  MoeWeightLayout weights = MoeWeightLayout::row_major);
 
 } // namespace specjit::ops

@@ -265,11 +265,21 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   return dynamic;
 }
 
-const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch) const {
+llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout) {
+  return layout == MoeWeightLayout::packed ? "packed" : "row_major";
+}
+
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
+                                           MoeWeightLayout weights) const {
+  const MoeConfigEntry* row_major = nullptr;
   for (const MoeConfigEntry& entry : entries)
-    if (entry.shape == shape && entry.arch == arch && !entry.buckets.empty())
-      return &entry;
-  return nullptr;
+    if (entry.shape == shape && entry.arch == arch && !entry.buckets.empty()) {
+      if (entry.weights == weights)
+        return &entry;
+      if (entry.weights == MoeWeightLayout::row_major)
+        row_major = &entry;
+    }
+  return row_major;
 }
 
 const std::vector<int64_t>& default_moe_buckets() {
@@ -381,10 +391,10 @@ llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
 }
 
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
-                                                     const Arch& arch,
-                                                     const MoeConfigTable* table) {
+                                                     const Arch& arch, const MoeConfigTable* table,
+                                                     MoeWeightLayout weights) {
   ResolvedMoeConfig resolved;
-  const MoeConfigEntry* entry = table ? table->find(shape, arch) : nullptr;
+  const MoeConfigEntry* entry = table ? table->find(shape, arch, weights) : nullptr;
   if (entry)
     for (const MoeConfigBucket& bucket : entry->buckets)
       resolved.bounds.push_back(bucket.max_tokens);

@@ -125,15 +125,26 @@ struct MoeConfigBucket {
   MoeTileConfig config;
 };
 
+// How a layer's weights lie in memory (FusedMoeTensors::weight_layout, runtime/ops/fused_moe.h):
+// row-major, or packed by moe_pack_weights.
+enum class MoeWeightLayout { row_major, packed };
+llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout); // "row_major", "packed"
+
 struct MoeConfigEntry {
   MoeShape shape;
   Arch arch;
   std::vector<MoeConfigBucket> buckets; // ascending max_tokens
+  // The weights the entry was tuned on (JSON "weights", default row_major): a table may hold an
+  // entry of each layout for a shape.
+  MoeWeightLayout weights = MoeWeightLayout::row_major;
 };
 
 struct MoeConfigTable {
   std::vector<MoeConfigEntry> entries;
-  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch) const;
+  // The entry for (shape, arch, weights); for packed weights without one of their own, the
+  // row-major entry (its tiles read packed weights too).
+  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch,
+                             MoeWeightLayout weights = MoeWeightLayout::row_major) const;
 };
 
 llvm::Expected<MoeConfigTable> parse_moe_config_table(llvm::StringRef json_text);
@@ -158,15 +169,18 @@ llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
 llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, const GemmTile& tile,
                                 const Arch& arch = Arch{});
 
-// The configuration for a call: the table's entry for (shape, arch) when there is one (else the
-// default buckets and rule), the bucket of num_tokens, and that bucket's configuration.
+// The configuration for a call: the table's entry for (shape, arch, weights) when there is one
+// (MoeConfigTable::find; else the default buckets and rule), the bucket of num_tokens, and that
+// bucket's configuration.
 struct ResolvedMoeConfig {
   std::vector<int64_t> bounds; // the bucketed policy's bounds
   int64_t bucket = 0;          // num_tokens' bucket (an upper bound)
   MoeTileConfig config;
 };
-llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
-                                                     const Arch& arch, const MoeConfigTable* table);
+llvm::Expected<ResolvedMoeConfig>
+resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const Arch& arch,
+                   const MoeConfigTable* table,
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
 
 // Dynamic shared memory of GEMM `gemm` (1 or 2): stages * (block_m + block_n) * 128 bytes (f16
 // tokens: 2 * block_m); wgmma adds 1024 bytes of alignment slack and, FP8 GEMM1, the f16 copy of

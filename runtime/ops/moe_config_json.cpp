@@ -130,7 +130,8 @@ llvm::Expected<MoeConfigBucket> parse_bucket(const llvm::json::Object& o,
   return bucket;
 }
 
-// One entry: the shape, dtype and arch it applies to, then its buckets in increasing order.
+// One entry: the shape, dtype and arch it applies to, the weights' layout it was tuned on
+// (optional, row_major), then its buckets in increasing order.
 llvm::Expected<MoeConfigEntry> parse_entry(const llvm::json::Object& e, const std::string& where) {
   MoeConfigEntry entry;
   int64_t* targets[] = {&entry.shape.experts, &entry.shape.intermediate, &entry.shape.hidden,
@@ -152,6 +153,13 @@ llvm::Expected<MoeConfigEntry> parse_entry(const llvm::json::Object& e, const st
     return make_error(Errc::invalid_argument, "moe config table: {}: {}", where,
                       llvm::toString(arch.takeError()));
   entry.arch = *arch;
+  if (const llvm::json::Value* weights = e.get("weights")) {
+    auto name = weights->getAsString();
+    if (!name || (*name != "row_major" && *name != "packed"))
+      return make_error(Errc::invalid_argument,
+                        "moe config table: {}: weights must be row_major or packed", where);
+    entry.weights = *name == "packed" ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
+  }
   const llvm::json::Array* buckets = e.getArray("buckets");
   if (buckets == nullptr || buckets->empty())
     return make_error(Errc::invalid_argument, "moe config table: {}: no buckets", where);
@@ -205,13 +213,16 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table) {
                                            {"block_m", b.config.block_m},
                                            {"gemm1", tile_json(b.config.gemm1)},
                                            {"gemm2", tile_json(b.config.gemm2)}});
-    entries.push_back(llvm::json::Object{{"experts", entry.shape.experts},
-                                         {"intermediate", entry.shape.intermediate},
-                                         {"hidden", entry.shape.hidden},
-                                         {"top_k", entry.shape.top_k},
-                                         {"dtype", moe_dtype_name(entry.shape.dtype)},
-                                         {"arch", entry.arch.name()},
-                                         {"buckets", std::move(buckets)}});
+    llvm::json::Object e{{"experts", entry.shape.experts},
+                         {"intermediate", entry.shape.intermediate},
+                         {"hidden", entry.shape.hidden},
+                         {"top_k", entry.shape.top_k},
+                         {"dtype", moe_dtype_name(entry.shape.dtype)},
+                         {"arch", entry.arch.name()},
+                         {"buckets", std::move(buckets)}};
+    if (entry.weights != MoeWeightLayout::row_major) // row-major tables stay as they were
+      e["weights"] = moe_weight_layout_name(entry.weights);
+    entries.push_back(std::move(e));
   }
   return llvm::json::Object{{"version", 1}, {"entries", std::move(entries)}};
 }

@@ -127,6 +127,7 @@ std::string round_trip_json(const MoeConfigTable& table) {
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
   REQUIRE(again->entries.size() == table.entries.size());
   for (size_t e = 0; e < table.entries.size(); ++e) {
+    CHECK(again->entries[e].weights == table.entries[e].weights);
     REQUIRE(again->entries[e].buckets.size() == table.entries[e].buckets.size());
     for (size_t b = 0; b < table.entries[e].buckets.size(); ++b)
       CHECK(again->entries[e].buckets[b].config == table.entries[e].buckets[b].config);
@@ -946,4 +947,63 @@ TEST_CASE("the packed weights' tensor map checks for whole pieces before the dri
     REQUIRE(!map);
     CHECK(summarize(map.takeError()).message.find("not whole pieces") != std::string::npos);
   }
+}
+
+TEST_CASE(
+    "a table's packed entry serves packed weights; row-major ones fall back to nothing else") {
+  const MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
+  const Arch sm90a{9, 0, true};
+  auto entry_with = [&](int stages, MoeWeightLayout weights) {
+    MoeConfigEntry entry{shape, sm90a, {}, weights};
+    MoeTileConfig c;
+    c.block_m = 8;
+    c.gemm1 = GemmTile::wgmma_tile(128, stages, true, 1);
+    c.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
+    entry.buckets.push_back({16, c});
+    return entry;
+  };
+  MoeConfigTable packed_only;
+  packed_only.entries.push_back(entry_with(6, MoeWeightLayout::packed));
+  // Row-major weights never take a packed entry: the default rule.
+  auto rule = resolve_moe_config(shape, 4, sm90a, &packed_only);
+  REQUIRE(static_cast<bool>(rule));
+  CHECK(rule->bounds == default_moe_buckets());
+  auto packed = resolve_moe_config(shape, 4, sm90a, &packed_only, MoeWeightLayout::packed);
+  REQUIRE(static_cast<bool>(packed));
+  CHECK(packed->config.gemm1.stages == 6);
+  // With both, each layout its own; packed weights without an entry take the row-major one.
+  MoeConfigTable both = packed_only;
+  both.entries.insert(both.entries.begin(), entry_with(3, MoeWeightLayout::row_major));
+  CHECK(resolve_moe_config(shape, 4, sm90a, &both)->config.gemm1.stages == 3);
+  CHECK(resolve_moe_config(shape, 4, sm90a, &both, MoeWeightLayout::packed)->config.gemm1.stages ==
+        6);
+  MoeConfigTable row_major_only;
+  row_major_only.entries.push_back(entry_with(3, MoeWeightLayout::row_major));
+  CHECK(resolve_moe_config(shape, 4, sm90a, &row_major_only, MoeWeightLayout::packed)
+            ->config.gemm1.stages == 3);
+  // The variants follow the layout's entry.
+  FusedMoeOptions options;
+  options.table = &both;
+  for (auto [weights, stages] :
+       {std::pair{MoeWeightLayout::row_major, 3}, std::pair{MoeWeightLayout::packed, 6}}) {
+    auto requests = fused_moe_variants(shape, options, sm90a, {4}, weights);
+    REQUIRE(static_cast<bool>(requests));
+    int gemm1 = 0;
+    for (const VariantRequest& r : *requests)
+      if (r.def.id == "moe_wgmma1_fp8") {
+        ++gemm1;
+        CHECK(r.values[6] == stages); // n, k, swap_ab, block_m, block_n, warpgroups, stages
+      }
+    CHECK(gemm1 == 1);
+  }
+  // JSON: "weights" only on packed entries, and read back; anything else is named.
+  const std::string text = round_trip_json(both);
+  CHECK(text.find("\"weights\":\"packed\"") != std::string::npos);
+  CHECK(text.find("row_major") == std::string::npos);
+  std::string bad = text;
+  bad.replace(bad.find("\"packed\""), 8, "\"tiled\"");
+  auto refused = parse_moe_config_table(bad);
+  REQUIRE(!refused);
+  CHECK(llvm::toString(refused.takeError()).find("weights must be row_major or packed") !=
+        std::string::npos);
 }

@@ -105,6 +105,19 @@ TEST_CASE("the example manifests derive the three reference models") {
   }
 }
 
+TEST_CASE("a moe model's weights field takes row_major or packed") {
+  for (const char* weights : {"row_major", "packed"}) {
+    CAPTURE(weights);
+    auto requests = parse(std::string(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2,
+        "hidden": 4096, "intermediate": 14336, "num_tokens": [1], "weights": ")") +
+                          weights + R"("}]})");
+    CHECK(requests.size() >= 5);
+  }
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+      "intermediate": 14336, "weights": "tiled"}]})")
+            .find("weights") != std::string::npos);
+}
+
 TEST_CASE("moe models report bad fields with their line") {
   CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
       "intermediate": 14336, "dtype": "fp16"}]})")

@@ -90,6 +90,10 @@ struct MoeBench {
     o.packed_reads = packed_reads;
   }
 
+  MoeWeightLayout weights() const {
+    return packed ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
+  }
+
   bool selected(int64_t tokens) const {
     return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
   }
@@ -104,7 +108,8 @@ struct MoeBench {
             work.push_back({tokens, c});
       if (table == nullptr || tune)
         work.push_back(
-            {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table), "config").config});
+            {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config")
+                         .config});
     }
     if (!work.empty())
       precompile(engine, s, work);
@@ -361,8 +366,9 @@ struct MoeBench {
     max_tokens = setup.max_tokens;
     if (packed)
       pack_weights(engine, drv, s, *setup.buffers);
-    MoeConfigEntry entry{s, engine.arch(), {}};
-    if (const MoeConfigEntry* base = table ? table->find(s, engine.arch()) : nullptr)
+    // --packed tunes the shape's packed entry, which starts from the row-major one if it has none.
+    MoeConfigEntry entry{s, engine.arch(), {}, weights()};
+    if (const MoeConfigEntry* base = table ? table->find(s, engine.arch(), weights()) : nullptr)
       entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
     prepare(s);
     for (size_t i = 0; i < std::size(k_tokens); ++i) {
@@ -373,7 +379,8 @@ struct MoeBench {
       options.table = table;
       set_choices(options);
       MoeTileConfig chosen =
-          must(resolve_moe_config(s, tokens, engine.arch(), options.table), "config").config;
+          must(resolve_moe_config(s, tokens, engine.arch(), options.table, weights()), "config")
+              .config;
       if (tune) {
         chosen = tune_bucket(model, s, *setup.buffers, tokens, chosen);
         auto at = std::find_if(entry.buckets.begin(), entry.buckets.end(),
@@ -391,7 +398,7 @@ struct MoeBench {
       return;
     auto same =
         std::find_if(tuned.entries.begin(), tuned.entries.end(), [&](const MoeConfigEntry& e) {
-          return e.shape == entry.shape && e.arch == entry.arch;
+          return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights;
         });
     if (same != tuned.entries.end())
       *same = std::move(entry);
@@ -470,7 +477,8 @@ int run_moe_bench(int argc, char** argv) {
            "the\n"
            "             fixed one)\n"
            "  --packed   the weights packed by moe_pack_weights (bulk-copy reads) instead of\n"
-           "             row-major (tensor-map reads); --packed-reads: read by bulk copies or\n"
+           "             row-major (tensor-map reads), with the table's packed entries where it\n"
+           "             has them (--tune writes them); --packed-reads: read by bulk copies or\n"
            "             through a tensor map (automatic: bulk for the swap-AB decode tiles)\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
