@@ -87,16 +87,6 @@ llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime:
                          k_stream_k_slot_floats / (2 * slot_floats), tiles * (k_bytes / 128)}));
 }
 
-// A grid-stride launch of 256-thread CTAs over `items` (moe_tokens_f16, moe_reduce): one item
-// a thread, at most `per_sm` CTAs an SM of the H200 (the kernels loop over the rest).
-runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream stream) {
-  runtime::LaunchConfig launch;
-  launch.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(items, 256), 132 * per_sm));
-  launch.block[0] = 256;
-  launch.stream = stream;
-  return launch;
-}
-
 // hidden e4m3 [tokens, H] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread:
 // in token order, or in the sorted order of the slots (f16_tokens_sorted; up to `rows` rows).
 llvm::Error launch_tokens_f16(runtime::Engine& engine, const MoeShape& s, CUdeviceptr hidden,
@@ -133,6 +123,15 @@ int moe_detail::handoff_target(const MoeShape& s, int64_t tokens, const MoeTileC
   // Swap-AB's warpgroups split K, but with f16 tokens the output columns.
   const int64_t epilogue_warps = g1.swap_ab && !g1.f16_tokens ? 4 : 4 * g1.warpgroups;
   return static_cast<int>(tiles * epilogue_warps);
+}
+
+runtime::LaunchConfig moe_detail::grid_stride_launch(int64_t items, int64_t per_sm,
+                                                     CUstream stream) {
+  runtime::LaunchConfig launch;
+  launch.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(items, 256), 132 * per_sm));
+  launch.block[0] = 256;
+  launch.stream = stream;
+  return launch;
 }
 
 // Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"; report section

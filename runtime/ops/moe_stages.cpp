@@ -189,12 +189,9 @@ llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
     return make_error(Errc::invalid_argument,
                       "{}: packed must not overlap weights (the packing is not in place)",
                       k_pack_op.str());
-  runtime::LaunchConfig config;
-  config.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(bytes / 16, 256), 132 * 8));
-  config.block[0] = 256;
-  config.stream = stream;
-  return launch_variant(engine, k_pack_weights, {rows}, config, weights.data, packed.data,
-                        static_cast<int>(rows), static_cast<int>(k_bytes));
+  return launch_variant(engine, k_pack_weights, {rows}, grid_stride_launch(bytes / 16, 8, stream),
+                        weights.data, packed.data, static_cast<int>(rows),
+                        static_cast<int>(k_bytes));
 }
 
 } // namespace specjit::ops
