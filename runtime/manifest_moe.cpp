@@ -113,11 +113,13 @@ llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantReq
   auto weights_name = model.optional_string("weights");
   if (!weights_name)
     return weights_name.takeError();
-  if (*weights_name && **weights_name != "row_major" && **weights_name != "packed")
-    return model.error("weights", "expected \"row_major\" or \"packed\"");
-  const ops::MoeWeightLayout weights = *weights_name && **weights_name == "packed"
-                                           ? ops::MoeWeightLayout::packed
-                                           : ops::MoeWeightLayout::row_major;
+  ops::MoeWeightLayout weights = ops::MoeWeightLayout::row_major;
+  if (*weights_name) {
+    auto layout = ops::parse_moe_weight_layout(**weights_name);
+    if (!layout)
+      return model.error("weights", "expected \"row_major\" or \"packed\"");
+    weights = *layout;
+  }
   auto tokens = model.optional_integers("num_tokens", 1);
   if (!tokens)
     return tokens.takeError();

@@ -51,19 +51,19 @@ llvm::Expected<CUtensorMap> tensor_map_u8_3d(CUdeviceptr base, std::array<uint64
 }
 
 llvm::Expected<CUtensorMap> tensor_map_packed_weights(CUdeviceptr base, uint64_t rows,
-                                                      uint64_t k_bytes, uint32_t box_rows) {
-  constexpr uint64_t k_piece_rows = 32, k_piece_bytes = k_piece_rows * 128;
-  if (rows % k_piece_rows != 0 || k_bytes % 128 != 0 || box_rows % k_piece_rows != 0 ||
-      box_rows == 0 || box_rows > 256 || box_rows > rows)
+                                                      uint64_t k_bytes, uint32_t piece_rows,
+                                                      uint32_t box_rows) {
+  if (piece_rows == 0 || piece_rows > 256 || rows % piece_rows != 0 || k_bytes % 128 != 0 ||
+      box_rows % piece_rows != 0 || box_rows == 0 || box_rows > 256 || box_rows > rows)
     return make_error(Errc::invalid_argument,
                       "tensor map: packed weights of {} rows of {} bytes in boxes of {} rows are "
-                      "not whole pieces of 32 rows x 128 bytes",
-                      rows, k_bytes, box_rows);
-  const cuuint64_t strides[3] = {128, k_piece_bytes, k_piece_bytes * (k_bytes / 128)};
-  const cuuint32_t box[4] = {128, static_cast<cuuint32_t>(k_piece_rows), 1,
-                             static_cast<cuuint32_t>(box_rows / k_piece_rows)};
+                      "not whole pieces of {} rows x 128 bytes",
+                      rows, k_bytes, box_rows, piece_rows);
+  const uint64_t piece_bytes = 128ull * piece_rows;
+  const cuuint64_t strides[3] = {128, piece_bytes, piece_bytes * (k_bytes / 128)};
+  const cuuint32_t box[4] = {128, piece_rows, 1, box_rows / piece_rows};
   // No swizzle: the pieces hold their bytes in the 128-byte swizzle's order already.
-  return encode_u8(base, {128, k_piece_rows, k_bytes / 128, rows / k_piece_rows}, strides, box,
+  return encode_u8(base, {128, piece_rows, k_bytes / 128, rows / piece_rows}, strides, box,
                    CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 

@@ -21,11 +21,13 @@ llvm::Expected<CUtensorMap> tensor_map_u8_3d(CUdeviceptr base, std::array<uint64
                                              std::array<uint32_t, 3> box);
 
 // A rank-4 map over a packed MoE weight tensor (ops::moe_pack_weights: `rows` rows of k_bytes in
-// pieces of 32 rows x 128 bytes, piece (row / 32, k / 128) at 4096 * (row / 32 * k_bytes / 128 +
-// k / 128)): dims {128, 32, k_bytes / 128, rows / 32}, boxes of box_rows / 32 pieces of one k,
-// no swizzle (the pieces hold their bytes in the 128-byte swizzle's order already, so they land
-// as the row-major map's swizzled boxes do). Checks as above, and whole pieces.
+// pieces of piece_rows rows x 128 bytes, piece (row / piece_rows, k / 128) at piece bytes x
+// (row / piece_rows * k_bytes / 128 + k / 128)): dims {128, piece_rows, k_bytes / 128,
+// rows / piece_rows}, boxes of box_rows / piece_rows pieces of one k, no swizzle (the pieces hold
+// their bytes in the 128-byte swizzle's order already, so they land as the row-major map's
+// swizzled boxes do). Checks as above, and whole pieces.
 llvm::Expected<CUtensorMap> tensor_map_packed_weights(CUdeviceptr base, uint64_t rows,
-                                                      uint64_t k_bytes, uint32_t box_rows);
+                                                      uint64_t k_bytes, uint32_t piece_rows,
+                                                      uint32_t box_rows);
 
 } // namespace specjit::runtime

@@ -195,9 +195,10 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (tile.kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
       return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
                         k_op.str(), slots, ctas, tile.describe(), k_max_grid_x);
-    // The packed layout's pieces hold 32 rows: a stage's box (GEMM1: each half) must hold whole
-    // pieces, and only the wgmma GEMMs read them.
-    if (packed && (tile.kernel != MoeGemmKernel::wgmma || tile.block_n / (gemm == 1 ? 2 : 1) % 32))
+    // The packed layout's pieces hold k_moe_piece_rows rows: a stage's box (GEMM1: each half)
+    // must hold whole pieces, and only the wgmma GEMMs read them.
+    if (packed && (tile.kernel != MoeGemmKernel::wgmma ||
+                   tile.block_n / (gemm == 1 ? 2 : 1) % k_moe_piece_rows != 0))
       return make_error(Errc::invalid_argument,
                         "{}: packed weights are read by wgmma tiles whose weight rows a stage "
                         "are a multiple of 32; GEMM{}'s tile is {}",
@@ -268,8 +269,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                             ? packed_bulk_reads(tile)
                             : options.packed_reads == MoePackedReads::bulk;
       const int layout = !packed ? 0 : bulk ? 1 : 2;
-      auto map = layout == 2 ? runtime::tensor_map_packed_weights(weights, s.experts * rows,
-                                                                  k_bytes, box_rows)
+      auto map = layout == 2 ? runtime::tensor_map_packed_weights(
+                                   weights, s.experts * rows, k_bytes, k_moe_piece_rows, box_rows)
                              : runtime::tensor_map_u8_3d(weights,
                                                          {static_cast<uint64_t>(k_bytes),
                                                           static_cast<uint64_t>(rows),

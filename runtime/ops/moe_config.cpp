@@ -269,6 +269,13 @@ llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout) {
   return layout == MoeWeightLayout::packed ? "packed" : "row_major";
 }
 
+std::optional<MoeWeightLayout> parse_moe_weight_layout(llvm::StringRef name) {
+  for (MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed})
+    if (name == moe_weight_layout_name(layout))
+      return layout;
+  return std::nullopt;
+}
+
 const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
                                            MoeWeightLayout weights) const {
   const MoeConfigEntry* row_major = nullptr;

@@ -25,6 +25,7 @@
 #include <llvm/Support/JSON.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,10 @@ struct MoeConfigBucket {
 // row-major, or packed by moe_pack_weights.
 enum class MoeWeightLayout { row_major, packed };
 llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout); // "row_major", "packed"
+// The layout of that name; nullopt for any other.
+std::optional<MoeWeightLayout> parse_moe_weight_layout(llvm::StringRef name);
+// The packed layout's pieces: k_moe_piece_rows rows x 128 bytes of K (moe_pack_weights).
+inline constexpr int64_t k_moe_piece_rows = 32;
 
 struct MoeConfigEntry {
   MoeShape shape;

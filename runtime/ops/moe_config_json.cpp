@@ -155,10 +155,11 @@ llvm::Expected<MoeConfigEntry> parse_entry(const llvm::json::Object& e, const st
   entry.arch = *arch;
   if (const llvm::json::Value* weights = e.get("weights")) {
     auto name = weights->getAsString();
-    if (!name || (*name != "row_major" && *name != "packed"))
+    auto layout = name ? parse_moe_weight_layout(*name) : std::nullopt;
+    if (!layout)
       return make_error(Errc::invalid_argument,
                         "moe config table: {}: weights must be row_major or packed", where);
-    entry.weights = *name == "packed" ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
+    entry.weights = *layout;
   }
   const llvm::json::Array* buckets = e.getArray("buckets");
   if (buckets == nullptr || buckets->empty())

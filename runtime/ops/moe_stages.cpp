@@ -18,7 +18,6 @@ size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 // The stage ops' names in their errors.
 constexpr llvm::StringLiteral k_route_op = "moe_route", k_align_op = "moe_align",
                               k_pack_op = "moe_pack_weights";
-constexpr int64_t k_piece_rows = 32; // the packed layout's pieces: 32 rows x 128 bytes
 } // namespace
 
 llvm::Error check_moe_shape(const MoeShape& s) { return moe_detail::check_moe_shape(s, k_op); }
@@ -156,9 +155,9 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
 }
 
 int64_t moe_packed_weight_offset(int64_t row, int64_t k, int64_t k_bytes) {
-  const int64_t r = row % k_piece_rows, chunk = (k % 128 / 16) ^ (r % 8);
-  const int64_t piece = row / k_piece_rows * (k_bytes / 128) + k / 128;
-  return piece * k_piece_rows * 128 + r * 128 + chunk * 16 + k % 16;
+  const int64_t r = row % k_moe_piece_rows, chunk = (k % 128 / 16) ^ (r % 8);
+  const int64_t piece = row / k_moe_piece_rows * (k_bytes / 128) + k / 128;
+  return piece * k_moe_piece_rows * 128 + r * 128 + chunk * 16 + k % 16;
 }
 
 llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
@@ -176,11 +175,11 @@ llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
   const int64_t rows = weights.shape[0] * weights.shape[1];
   const int64_t k_bytes =
       weights.shape[2] * static_cast<int64_t>(runtime::dtype_size(weights.dtype));
-  if (k_bytes % 128 != 0 || weights.shape[1] % k_piece_rows != 0)
+  if (k_bytes % 128 != 0 || weights.shape[1] % k_moe_piece_rows != 0)
     return make_error(Errc::invalid_argument,
                       "{}: weights {} need rows of a multiple of 128 bytes and a multiple of {} "
                       "rows per expert",
-                      k_pack_op.str(), weights.describe(), k_piece_rows);
+                      k_pack_op.str(), weights.describe(), k_moe_piece_rows);
   if (rows >= (int64_t{1} << 31) || k_bytes >= (int64_t{1} << 31))
     return make_error(Errc::invalid_argument, "{}: weights {} are too large", k_pack_op.str(),
                       weights.describe());

@@ -943,7 +943,7 @@ TEST_CASE("the packed weights' tensor map checks for whole pieces before the dri
                                     {128, 200, 64},
                                     {128, 256, 48},
                                     {128, 256, 512}}) {
-    auto map = tensor_map_packed_weights(k_base, rows, k_bytes, box);
+    auto map = tensor_map_packed_weights(k_base, rows, k_bytes, k_moe_piece_rows, box);
     REQUIRE(!map);
     CHECK(summarize(map.takeError()).message.find("not whole pieces") != std::string::npos);
   }
