@@ -571,7 +571,7 @@ int run_moe_bench(int argc, char** argv) {
                           {"measured_copy_bytes_per_s", copy_rate},
                           {"peer", "vLLM Triton fused_moe_kernel, GEMM1+GEMM2, FP8 per-tensor"},
                           {"tuned", bench.tune},
-                          {"weights", bench.packed ? "packed" : "row_major"},
+                          {"weights", moe_weight_layout_name(bench.weights())},
                           {"rows", std::move(bench.rows)}})
              ? 0
              : 1;

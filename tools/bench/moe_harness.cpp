@@ -57,7 +57,7 @@ FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int
   t.out = {b.out, DType::bf16, {tokens, s.hidden}, {}};
   t.workspace = {
       b.work, DType::u8, {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
-  t.weight_layout = b.packed ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
+  t.weight_layout = b.weights;
   return t;
 }
 
@@ -74,7 +74,7 @@ void pack_weights(runtime::Engine& engine, const runtime::Driver& drv, const Moe
       drv.cuMemFree(*weights);
       *weights = to;
     }
-  b.packed = true;
+  b.weights = MoeWeightLayout::packed;
 }
 
 // Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy

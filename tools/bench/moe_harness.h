@@ -22,7 +22,7 @@ struct Buffers {
   const runtime::Driver& drv;
   CUdeviceptr x = 0, logits = 0, scales = 0, out = 0, work = 0;
   CUdeviceptr w13[k_weight_copies] = {}, w2[k_weight_copies] = {};
-  bool packed = false; // w13 and w2 in moe_pack_weights' layout (pack_weights)
+  ops::MoeWeightLayout weights = ops::MoeWeightLayout::row_major; // of w13 and w2 (pack_weights)
   ~Buffers() {
     for (CUdeviceptr p : {x, logits, scales, out, work})
       if (p)
