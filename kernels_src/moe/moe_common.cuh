@@ -6,6 +6,11 @@
 
 namespace specjit_kernels {
 
+// Packed weights (moe/pack_weights.cu, MoeWeights in moe/wgmma_pipeline.cuh): pieces of this many
+// rows x 128 bytes of K (the host's k_moe_piece_rows, runtime/ops/moe_config.h).
+inline constexpr int k_moe_piece_rows = 32;
+inline constexpr int k_moe_piece_bytes = k_moe_piece_rows * 128;
+
 __device__ __forceinline__ int shfl_xor_i32(int value, int lane_mask) {
   int result;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"

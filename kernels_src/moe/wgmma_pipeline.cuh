@@ -261,9 +261,6 @@ struct MoeWeights {
   int layout;
 };
 
-inline constexpr int k_moe_piece_rows = 32;
-inline constexpr int k_moe_piece_bytes = k_moe_piece_rows * 128;
-
 // `rows` rows (a multiple of 32) from row `row0` of `expert`, 128 bytes of K at k_byte, into
 // `dst`, as the row-major map's box would land them.
 template <class G>
