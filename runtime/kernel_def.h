@@ -13,7 +13,7 @@
 namespace specjit::runtime {
 
 // Template parameters of one kernel, at most (one word each in the in-memory variant key).
-inline constexpr size_t k_max_params = 10;
+inline constexpr size_t k_max_params = 12;
 
 enum class ParamEncoding : uint8_t {
   raw,       // the template argument is the value itself (exact or bucketed policies only)

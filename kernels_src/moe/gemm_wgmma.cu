@@ -440,9 +440,9 @@ moe_wgmma_run(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
   int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, int SPLITK, int TILES,             \
-      long long NUM_TOKENS_SPEC
+      int WEIGHTS, long long NUM_TOKENS_SPEC
 #define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                       \
-  MoeWgmmaTraits<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES>
+  MoeWgmmaTraits<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS>
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
@@ -452,7 +452,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
                 const float* __restrict__ a1_scale, const float* __restrict__ w13_scale,
                 const float* __restrict__ a2_scale, unsigned char* __restrict__ intermediate,
                 unsigned char* __restrict__ scratch, int handoff, int group_blocks, int num_tokens,
-                int top_k, const unsigned char* __restrict__ w13_packed, int w13_layout) {
+                int top_k, const unsigned char* __restrict__ w13_packed) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -501,9 +501,9 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
     if (handoff) // GEMM2 takes the block once all its tiles are in
       moe_handoff_signal(scratch, b.m_block);
   };
-  moe_wgmma_run<G>(MoeWeights{&w13_map, w13_packed, w13_layout}, hidden, &tokens_map, sorted_ids,
-                   expert_ids, num_post_padded, num_slots, top_k, N, group_blocks, MoeDependence{},
-                   scratch, epilogue);
+  moe_wgmma_run<G>(MoeWeights{&w13_map, w13_packed}, hidden, &tokens_map, sorted_ids, expert_ids,
+                   num_post_padded, num_slots, top_k, N, group_blocks, MoeDependence{}, scratch,
+                   epilogue);
 }
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
@@ -514,7 +514,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const float* __restrict__ w2_scale, const float* __restrict__ topk_weights,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
                 int handoff_target, int group_blocks, int num_tokens, int top_k,
-                const unsigned char* __restrict__ w2_packed, int w2_layout) {
+                const unsigned char* __restrict__ w2_packed) {
   using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
@@ -558,9 +558,9 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     d.counters = reinterpret_cast<int*>(scratch) + k_handoff_counters;
     d.target = handoff_target;
   }
-  moe_wgmma_run<G>(MoeWeights{&w2_map, w2_packed, w2_layout}, nullptr, &intermediate_map,
-                   sorted_ids, expert_ids, num_post_padded, num_slots, 0, 0, group_blocks, d,
-                   scratch, epilogue);
+  moe_wgmma_run<G>(MoeWeights{&w2_map, w2_packed}, nullptr, &intermediate_map, sorted_ids,
+                   expert_ids, num_post_padded, num_slots, 0, 0, group_blocks, d, scratch,
+                   epilogue);
 }
 
 // The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
@@ -574,8 +574,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
 // (read by the sorted f16-token tiles only, SWAP 3; the others get any valid map): the f16 copy
 // of the tokens in sorted order, {2 K bytes, its rows, 1} in boxes of {128, TOK, 1}, 128-byte
 // swizzle. GEMM1's hidden: the tokens in e4m3, or their f16 copy in token order (SWAP 2).
-// w13_packed / w2_packed and w13_layout / w2_layout: how the weights are read (MoeWeights in
-// moe/wgmma_pipeline.cuh; layout 2 takes the rank-4 map over the packed copy as the weights' map).
+// w13_packed / w2_packed: the packed weights that WEIGHTS 1 reads by bulk copies (MoeWeights in
+// moe/wgmma_pipeline.cuh; WEIGHTS 2 takes the rank-4 map over the packed copy as the weights' map).
 #define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
   const __grid_constant__ TmaDesc w13_map, const __grid_constant__ TmaDesc tokens_map,             \
       const unsigned char *__restrict__ hidden, const int *__restrict__ sorted_ids,                \
@@ -583,11 +583,10 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       const float *__restrict__ a1_scale, const float *__restrict__ w13_scale,                     \
       const float *__restrict__ a2_scale, unsigned char *__restrict__ intermediate,                \
       unsigned char *__restrict__ scratch, int handoff, int group_blocks, int num_tokens,          \
-      int top_k, const unsigned char *__restrict__ w13_packed, int w13_layout
+      int top_k, const unsigned char *__restrict__ w13_packed
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
   w13_map, tokens_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale,       \
-      a2_scale, intermediate, scratch, handoff, group_blocks, num_tokens, top_k, w13_packed,       \
-      w13_layout
+      a2_scale, intermediate, scratch, handoff, group_blocks, num_tokens, top_k, w13_packed
 #define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
   const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
       const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
@@ -595,37 +594,36 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
       unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch,                  \
       int handoff_target, int group_blocks, int num_tokens, int top_k,                             \
-      const unsigned char *__restrict__ w2_packed, int w2_layout
+      const unsigned char *__restrict__ w2_packed
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
   w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
-      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k, w2_packed, \
-      w2_layout
+      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k, w2_packed
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)
     moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
+  moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true)::k_threads, 1)
     moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
+  moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false)::k_threads, 1)
     moe_wgmma2_fp8(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
+  moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false)::k_threads, 1)
     moe_wgmma2_bf16(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, NUM_TOKENS_SPEC>(
+  moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
       SPECJIT_MOE_WGMMA2_CALL);
 }
 

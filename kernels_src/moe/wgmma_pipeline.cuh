@@ -180,9 +180,13 @@ struct MoeWgmmaBlock {
   unsigned empty_bar;           // shared address of empty[0]
 };
 
+// WEIGHTS: how the producer reads the weights (MoeWeights below), a template value so that each
+// variant holds only its own loads.
 template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
-          int SPLITK, int TILES>
+          int SPLITK, int TILES, int WEIGHTS = 0>
 struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES> {
+  static_assert(WEIGHTS >= 0 && WEIGHTS <= 2, "weights: 0 row-major, 1 packed bulk, 2 packed map");
+  static constexpr int k_weights = WEIGHTS;
   static constexpr bool k_gated = GATED;
   static constexpr bool k_swap = SWAP != 0;
   static constexpr int k_tok = TOK;
@@ -243,7 +247,8 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   return true;
 }
 
-// Where a GEMM's weights [E][rows][K bytes] come from and how they are read (`layout`):
+// Where a GEMM's weights [E][rows][K bytes] come from and how they are read (the variant's
+// template value WEIGHTS, G::k_weights):
 //   0  the row-major tensor through `map` (rank 3: K bytes, rows of an expert, experts; boxes of
 //      128 bytes of K x the stage's rows, 128-byte swizzle);
 //   1  their packed copy (moe/pack_weights.cu) at `packed`, by bulk copies: pieces of 32 rows x
@@ -255,10 +260,10 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 //      boxes of the stage's rows / 32 pieces, no swizzle: the pieces are in its order already):
 //      tensor-map reads, for the tiles where bulk copies measured slower (the host's rule,
 //      packed_bulk_reads).
+// A run-time layout argument instead cost the row-major variants up to 1.3 % (report section 52).
 struct MoeWeights {
   const TmaDesc* map;
   const unsigned char* packed;
-  int layout;
 };
 
 // `rows` rows (a multiple of 32) from row `row0` of `expert`, 128 bytes of K at k_byte, into
@@ -267,21 +272,21 @@ template <class G>
 __device__ __forceinline__ void moe_load_weight_rows(const MoeWeights& w, unsigned dst,
                                                      unsigned bar, int k_byte, int row0, int expert,
                                                      int rows) {
-  if (w.layout == 0) {
+  if constexpr (G::k_weights == 0) {
     tma_load_3d(dst, w.map, bar, k_byte, row0, expert);
-    return;
+  } else {
+    constexpr int k_rows = G::k_gated ? 2 * G::k_n : G::k_n; // of an expert: GEMM1 gate and up
+    const int group = (expert * k_rows + row0) / k_moe_piece_rows;
+    if constexpr (G::k_weights == 2) {
+      tma_load_4d(dst, w.map, bar, 0, 0, k_byte / 128, group);
+    } else {
+      constexpr long long k_pieces = G::k_k_bytes / 128; // of a row group
+      const long long first = group * k_pieces + k_byte / 128;
+      for (int j = 0; j < rows / k_moe_piece_rows; ++j)
+        bulk_load(dst + j * k_moe_piece_bytes,
+                  w.packed + (first + j * k_pieces) * k_moe_piece_bytes, k_moe_piece_bytes, bar);
+    }
   }
-  constexpr int k_rows = G::k_gated ? 2 * G::k_n : G::k_n; // of an expert: GEMM1 gate and up
-  const int group = (expert * k_rows + row0) / k_moe_piece_rows;
-  if (w.layout == 2) {
-    tma_load_4d(dst, w.map, bar, 0, 0, k_byte / 128, group);
-    return;
-  }
-  constexpr long long k_pieces = G::k_k_bytes / 128; // of a row group
-  const long long first = group * k_pieces + k_byte / 128;
-  for (int j = 0; j < rows / k_moe_piece_rows; ++j)
-    bulk_load(dst + j * k_moe_piece_bytes, w.packed + (first + j * k_pieces) * k_moe_piece_bytes,
-              k_moe_piece_bytes, bar);
 }
 
 // One pipeline step's loads, by the producer warps (k_producers threads; thread 0 issues the
@@ -304,7 +309,8 @@ __device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const M
     else
       mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
     constexpr int k_box_rows = G::k_gated ? G::k_bw / 2 : G::k_bw;
-    static_assert(k_box_rows % k_moe_piece_rows == 0 && G::k_n % k_moe_piece_rows == 0,
+    static_assert(G::k_weights == 0 ||
+                      (k_box_rows % k_moe_piece_rows == 0 && G::k_n % k_moe_piece_rows == 0),
                   "whole pieces of packed weights");
     moe_load_weight_rows<G>(w, w_tile, full, k_byte, w_row0, expert, k_box_rows);
     if constexpr (G::k_gated)

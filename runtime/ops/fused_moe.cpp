@@ -255,28 +255,26 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     launch.block[0] = tile.threads(gemm);
     launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype, gemm);
     launch.stream = stream;
-    const auto values = gemm_values(s, gemm, config.block_m, tile, tokens);
+    const int weights = weight_reads(tile, t.weight_layout, options.packed_reads);
+    const auto values = gemm_values(s, gemm, config.block_m, tile, tokens, weights);
     const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
     llvm::Error err = llvm::Error::success();
     if (tile.kernel == MoeGemmKernel::wgmma) {
       // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
       // (GEMM1: its gate half and its up half, loaded separately). Packed weights: by bulk copies
-      // from their address (layout 1; the map goes unused) or through a rank-4 map (layout 2).
+      // from their address (weights 1; the map goes unused) or through a rank-4 map (weights 2).
       const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);
       const uint32_t box_rows = static_cast<uint32_t>(gemm == 1 ? tile.block_n / 2 : tile.block_n);
-      const CUdeviceptr weights = gemm == 1 ? t.w13.data : t.w2.data;
-      const bool bulk = options.packed_reads == MoePackedReads::automatic
-                            ? packed_bulk_reads(tile)
-                            : options.packed_reads == MoePackedReads::bulk;
-      const int layout = !packed ? 0 : bulk ? 1 : 2;
-      auto map = layout == 2 ? runtime::tensor_map_packed_weights(
-                                   weights, s.experts * rows, k_bytes, k_moe_piece_rows, box_rows)
-                             : runtime::tensor_map_u8_3d(weights,
-                                                         {static_cast<uint64_t>(k_bytes),
-                                                          static_cast<uint64_t>(rows),
-                                                          static_cast<uint64_t>(s.experts)},
-                                                         {128, box_rows, 1});
-      const CUdeviceptr bulk_from = layout == 1 ? weights : 0;
+      const CUdeviceptr weight_data = gemm == 1 ? t.w13.data : t.w2.data;
+      auto map = weights == 2
+                     ? runtime::tensor_map_packed_weights(weight_data, s.experts * rows, k_bytes,
+                                                          k_moe_piece_rows, box_rows)
+                     : runtime::tensor_map_u8_3d(weight_data,
+                                                 {static_cast<uint64_t>(k_bytes),
+                                                  static_cast<uint64_t>(rows),
+                                                  static_cast<uint64_t>(s.experts)},
+                                                 {128, box_rows, 1});
+      const CUdeviceptr bulk_from = weights == 1 ? weight_data : 0;
       if (!map)
         return map.takeError();
       // Looked up once: the persistent schedules size their grid from it.
@@ -308,8 +306,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
         err = engine.launch(**variant, launch, *map, tokens_map,
                             tile.f16_tokens && !sorted_copy ? tokens_f16 : t.hidden.data, sorted,
                             expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
-                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k, bulk_from,
-                            layout);
+                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k, bulk_from);
       } else {
         // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
         auto inter_map = runtime::tensor_map_u8_3d(
@@ -319,7 +316,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
           return inter_map.takeError();
         err = engine.launch(**variant, launch, *map, *inter_map, sorted, expert_ids, npp,
                             t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                            handoff, group, n_tokens, top_k, bulk_from, layout);
+                            handoff, group, n_tokens, top_k, bulk_from);
       }
     } else {
       err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,
@@ -378,10 +375,12 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
     add(k_align, align_values(s.experts, config.block_m, moe_slot_order(config), count));
     if (config.gemm1.f16_tokens)
       add(k_tokens_f16, tokens_f16_values(s, count));
-    add(gemm_index(1, s.dtype, config.gemm1.kernel),
-        gemm_values(s, 1, config.block_m, config.gemm1, count));
-    add(gemm_index(2, s.dtype, config.gemm2.kernel),
-        gemm_values(s, 2, config.block_m, config.gemm2, count));
+    for (int gemm = 1; gemm <= 2; ++gemm) {
+      const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
+      add(gemm_index(gemm, s.dtype, tile.kernel),
+          gemm_values(s, gemm, config.block_m, tile, count,
+                      weight_reads(tile, weights, options.packed_reads)));
+    }
     add(k_reduce, {s.top_k, count});
     // A caller may pack the weights for the wgmma GEMMs at load (one variant, any shape).
     if (config.gemm1.kernel == MoeGemmKernel::wgmma && config.gemm2.kernel == MoeGemmKernel::wgmma)

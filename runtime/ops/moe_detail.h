@@ -111,9 +111,14 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
 // The template values of moe_tokens_f16 (moe_tokens_f16_kernel): the copy's order by
 // f16_tokens_sorted, for its launch and the manifest's variants.
 std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
-// The template values of a GEMM variant (see moe_gemm_kernel for their names).
+// A wgmma GEMM's template value `weights`, how its producer reads them (MoeWeights in
+// kernels_src/moe/wgmma_pipeline.cuh): 0 row-major through a rank-3 tensor map, 1 packed by bulk
+// copies, 2 packed through a rank-4 map; packed: `reads`, automatic by packed_bulk_reads.
+int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);
+// The template values of a GEMM variant (see moe_gemm_kernel for their names); `weights`, the
+// wgmma GEMMs' weight_reads, is not one of the mma.sync GEMMs'.
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
-                                 int64_t num_tokens);
+                                 int64_t num_tokens, int weights);
 
 // Looks the variant up, loading it on first use.
 llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, KernelIndex index,

@@ -41,7 +41,7 @@ KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
             "moe/gemm_wgmma.cu",
             "specjit_kernels::" + name,
             {raw("n"), raw("k"), raw("swap_ab"), raw("block_m"), raw("block_n"), raw("warpgroups"),
-             raw("stages"), raw("split_k"), raw("tiles"), tokens()},
+             raw("stages"), raw("split_k"), raw("tiles"), raw("weights"), tokens()},
             {}};
   }
   std::string name = fmt::format("moe_gemm{}_{}", gemm, moe_dtype_name(dtype).str());
@@ -137,15 +137,24 @@ std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens
   return {f16_tokens_sorted(shape) ? 1 : 0, num_tokens};
 }
 
+int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads) {
+  if (layout == MoeWeightLayout::row_major)
+    return 0;
+  const bool bulk =
+      reads == MoePackedReads::automatic ? packed_bulk_reads(tile) : reads == MoePackedReads::bulk;
+  return bulk ? 1 : 2;
+}
+
 std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
-                                 int64_t num_tokens) {
+                                 int64_t num_tokens, int weights) {
   const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
   const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
   if (t.kernel == MoeGemmKernel::wgmma)
-    return {n,         k,         !t.f16_tokens ? (t.swap_ab ? 1 : 0) : f16_tokens_sorted(shape) ? 3 : 2,
-            block_m,   t.block_n, t.warpgroups,
-            t.stages,  t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
-            num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic
+    return {
+        n,        k,         !t.f16_tokens ? (t.swap_ab ? 1 : 0) : f16_tokens_sorted(shape) ? 3 : 2,
+        block_m,  t.block_n, t.warpgroups,
+        t.stages, t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
+        weights,  num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic
   return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
 }
 

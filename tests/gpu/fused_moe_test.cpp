@@ -239,11 +239,14 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
 // the calls after the first reuse the first's routing and grouping (GEMMs and reduction only, as
 // a benchmark runs them), so they count on every GEMM leaving its counters zero, which is
 // checked. `table`: the configurations come from it (FusedMoeOptions::table), and T = 4000 runs
-// too, so that its last bucket does.
+// too, so that its last bucket does. `weight_layout`: the layout of the weights the checked calls
+// read (packed: the table's packed entries where it has them); the same tiles on the other layouts
+// must give the same output bytes.
 void run_model(const Model& model, Forced forced = Forced::none,
                MoeHandoff handoff = MoeHandoff::automatic, int calls = 1,
                MoeLaunchOrder order = MoeLaunchOrder::automatic,
-               const MoeConfigTable* table = nullptr) {
+               const MoeConfigTable* table = nullptr,
+               MoeWeightLayout weight_layout = MoeWeightLayout::row_major) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -340,8 +343,11 @@ void run_model(const Model& model, Forced forced = Forced::none,
     const DType dtype = fp8 ? DType::e4m3 : DType::bf16;
     t.hidden = {x_d.ptr(), dtype, {tokens, s.hidden}, {}};
     t.router_logits = {logits_d.ptr(), DType::f32, {tokens, s.experts}, {}};
-    t.w13 = {w13_d.ptr(), dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
-    t.w2 = {w2_d.ptr(), dtype, {s.experts, s.hidden, s.intermediate}, {}};
+    const bool packed = weight_layout == MoeWeightLayout::packed;
+    t.w13 = {
+        packed ? w13p_d.ptr() : w13_d.ptr(), dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
+    t.w2 = {packed ? w2p_d.ptr() : w2_d.ptr(), dtype, {s.experts, s.hidden, s.intermediate}, {}};
+    t.weight_layout = weight_layout;
     t.a1_scale = {a1_d.ptr(), DType::f32, {1}, {}};
     t.w13_scale = {w13s_d.ptr(), DType::f32, {s.experts}, {}};
     t.a2_scale = {a2_d.ptr(), DType::f32, {1}, {}};
@@ -381,7 +387,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     CHECK(worst_weight < 1e-5f);
 
     // Grouping, at the block size the op chose for this T.
-    auto resolved = resolve_moe_config(s, tokens, engine.arch(), table);
+    auto resolved = resolve_moe_config(s, tokens, engine.arch(), table, weight_layout);
     REQUIRE(static_cast<bool>(resolved));
     if (options.config)
       resolved->config = *options.config;
@@ -414,24 +420,34 @@ void run_model(const Model& model, Forced forced = Forced::none,
       std::vector<uint16_t> again(out.size());
       out_d.download(again.data(), again.size() * 2);
       CHECK(again == out);
-      // And on the packed weights, read by bulk copies and through a tensor map: the same bytes
-      // where wgmma tiles read them, refused (naming them) where a tile cannot.
-      FusedMoeTensors packed_t = t;
-      packed_t.w13.data = w13p_d.ptr();
-      packed_t.w2.data = w2p_d.ptr();
-      packed_t.weight_layout = MoeWeightLayout::packed;
+      // And the same tiles on the other layouts: row-major, packed read by bulk copies and
+      // packed through a tensor map; the same bytes where wgmma tiles read packed weights,
+      // refused (naming them) where a tile cannot.
       const MoeTileConfig& c = resolved->config;
       const bool readable = c.gemm1.kernel == MoeGemmKernel::wgmma &&
                             c.gemm2.kernel == MoeGemmKernel::wgmma && c.gemm1.block_n % 64 == 0 &&
                             c.gemm2.block_n % 32 == 0;
-      for (MoePackedReads reads : {MoePackedReads::bulk, MoePackedReads::tensor_map}) {
-        INFO("packed weights, " << std::string(reads == MoePackedReads::bulk ? "bulk copies"
-                                                                             : "tensor map"));
-        FusedMoeOptions packed_options = options;
-        packed_options.packed_reads = reads;
+      for (auto [layout, reads] :
+           {std::pair{MoeWeightLayout::row_major, MoePackedReads::automatic},
+            std::pair{MoeWeightLayout::packed, MoePackedReads::bulk},
+            std::pair{MoeWeightLayout::packed, MoePackedReads::tensor_map}}) {
+        const bool other_packed = layout == MoeWeightLayout::packed;
+        if (!packed && !other_packed)
+          continue;
+        INFO("the same tiles on " << std::string(!other_packed ? "row-major weights"
+                                                 : reads == MoePackedReads::bulk
+                                                     ? "packed weights, bulk copies"
+                                                     : "packed weights, tensor map"));
+        FusedMoeTensors other_t = t;
+        other_t.w13.data = other_packed ? w13p_d.ptr() : w13_d.ptr();
+        other_t.w2.data = other_packed ? w2p_d.ptr() : w2_d.ptr();
+        other_t.weight_layout = layout;
+        FusedMoeOptions other_options = options;
+        other_options.config = c;
+        other_options.packed_reads = reads;
         out_d.poison();
-        llvm::Error err = fused_moe(engine, s, packed_t, packed_options, nullptr);
-        if (readable) {
+        llvm::Error err = fused_moe(engine, s, other_t, other_options, nullptr);
+        if (readable || !other_packed) {
           require_ok(std::move(err));
           require_ok(drv().check(drv().cuCtxSynchronize(), "cuCtxSynchronize"));
           out_d.download(again.data(), again.size() * 2);
@@ -673,6 +689,12 @@ TEST_CASE("the H200 table's configuration is right in every bucket (FP8, three m
   for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
     REQUIRE(table->find(model.shape, Arch{9, 0, true}) != nullptr);
     run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &*table);
+    // The shape's packed entry, where the table has one, on packed weights.
+    const MoeConfigEntry* packed =
+        table->find(model.shape, Arch{9, 0, true}, MoeWeightLayout::packed);
+    if (packed->weights == MoeWeightLayout::packed)
+      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &*table,
+                MoeWeightLayout::packed);
   }
 }
 

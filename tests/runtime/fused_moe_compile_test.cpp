@@ -12,6 +12,8 @@
 
 #include "support/error.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -51,13 +53,13 @@ void check_manifest_compiles(const std::string& name) {
   }
 }
 
-// Compiles the variants `config` derives for `shape` at T = 1; checks every wgmma GEMM among
-// them for spills and C75xx diagnostics and returns how many there were.
-int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
-                                 const MoeTileConfig& config) {
+// Compiles the variants `config` derives for `shape` at T = 1 on weights in `layout`; checks every
+// wgmma GEMM among them for spills and C75xx diagnostics and returns how many there were.
+int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const MoeTileConfig& config,
+                                 MoeWeightLayout layout = MoeWeightLayout::row_major) {
   FusedMoeOptions options;
   options.config = config;
-  auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1});
+  auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1}, layout);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
   int wgmma_variants = 0;
   for (const VariantRequest& request : *requests) {
@@ -75,10 +77,17 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape,
     const GemmTile& tile = (*variant)->name_expression.find("moe_wgmma1") != std::string::npos
                                ? config.gemm1
                                : config.gemm2;
-    if (tile.stream_k()) // template value tiles = 0
-      CHECK((*variant)->name_expression.find(", 0, 0LL>") != std::string::npos);
-    if (tile.dynamic()) // template value tiles = 1024
-      CHECK((*variant)->name_expression.find(", 1024, 0LL>") != std::string::npos);
+    // The template values tiles (stream-K 0, dynamic 1024) and weights (row-major 0, packed: bulk
+    // copies 1 for the swap-AB e4m3-token tiles, else the rank-4 map 2), then num_tokens.
+    const int weights = layout == MoeWeightLayout::row_major ? 0
+                        : tile.swap_ab && !tile.f16_tokens   ? 1
+                                                             : 2;
+    const std::string tail = fmt::format(", {}, 0LL>", weights);
+    CHECK((*variant)->name_expression.find(tail) != std::string::npos);
+    if (tile.stream_k())
+      CHECK((*variant)->name_expression.find(", 0" + tail) != std::string::npos);
+    if (tile.dynamic())
+      CHECK((*variant)->name_expression.find(", 1024" + tail) != std::string::npos);
   }
   return wgmma_variants;
 }
@@ -862,6 +871,26 @@ TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shap
     REQUIRE(entry != nullptr);
     CHECK(entry->buckets.back().max_tokens == 4096);
   }
+}
+
+TEST_CASE("the H200 table's packed entries compile clean, as variants of their own") {
+  const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
+  auto table = parse_moe_config_table(test::read_file(path));
+  REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  int packed_buckets = 0;
+  for (const MoeConfigEntry& entry : table->entries) {
+    if (entry.weights != MoeWeightLayout::packed)
+      continue;
+    for (const MoeConfigBucket& bucket : entry.buckets) {
+      INFO(bucket.config.describe());
+      CHECK(check_wgmma_variants_compile(engine, entry.shape, bucket.config,
+                                         MoeWeightLayout::packed) == 2);
+      ++packed_buckets;
+    }
+  }
+  CHECK(packed_buckets > 0);
 }
 
 TEST_CASE("a GEMM whose static plus dynamic shared memory passes 48 KiB asks for the opt-in") {

@@ -64,7 +64,8 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
     expected.insert({768, 2048, c.gemm1.swap_ab ? 1 : 0, c.block_m, c.gemm1.block_n,
-                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k, c.gemm1.tiles});
+                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k, c.gemm1.tiles,
+                     0}); // weights 0: row-major
     block_ms.insert(c.block_m);
   }
   CHECK(gemm1_configs == expected);
@@ -157,7 +158,8 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
                        bucket.config.block_m, t.block_n, t.warpgroups, t.stages, t.split_k,
                        t.stream_k()  ? 0
                        : t.dynamic() ? 1024
-                                     : t.tiles}); // the schedules' encoding
+                                     : t.tiles, // the schedules' encoding
+                       0});                     // weights: row-major
     else
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});

@@ -138,22 +138,31 @@ TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagn
   // The swap-AB tiles of the tuned table compile clean...
   const MoeTileConfig swap{8, GemmTile::wgmma_tile(128, 6, true, 1),
                            GemmTile::wgmma_tile(64, 8, true, 1)};
+  const auto row_major = MoeWeightLayout::row_major, packed = MoeWeightLayout::packed;
+  const auto automatic = MoePackedReads::automatic;
   for (int gemm : {1, 2}) {
-    auto clean = bench::moe_gemm_compiles_clean(engine, qwen, swap, gemm, 16);
+    auto clean = bench::moe_gemm_compiles_clean(engine, qwen, swap, gemm, 16, row_major, automatic);
     REQUIRE_MESSAGE(static_cast<bool>(clean), llvm::toString(clean.takeError()));
     CHECK(*clean);
+    // ... and so do their variants that read packed weights (by bulk copies, or a rank-4 map).
+    for (MoePackedReads reads : {automatic, MoePackedReads::tensor_map}) {
+      auto packed_clean =
+          bench::moe_gemm_compiles_clean(engine, qwen, swap, gemm, 16, packed, reads);
+      REQUIRE_MESSAGE(static_cast<bool>(packed_clean), llvm::toString(packed_clean.takeError()));
+      CHECK(*packed_clean);
+    }
   }
   // ... part 1's 32-wide FP8 GEMM1 tile on two warps spills 8 bytes (ptxas), so the tuner
   // skips it, while its GEMM2 twin is clean: each GEMM is judged by its own kernel.
   const MoeTileConfig mma{16, {32, 1, 2, 6}, {32, 1, 2, 6}};
-  auto gemm1 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 1, 16);
+  auto gemm1 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 1, 16, row_major, automatic);
   REQUIRE_MESSAGE(static_cast<bool>(gemm1), llvm::toString(gemm1.takeError()));
   CHECK_FALSE(*gemm1);
-  auto gemm2 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 2, 16);
+  auto gemm2 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 2, 16, row_major, automatic);
   REQUIRE_MESSAGE(static_cast<bool>(gemm2), llvm::toString(gemm2.takeError()));
   CHECK(*gemm2);
   // A GEMM number other than 1 or 2 is an error that names it.
-  auto none = bench::moe_gemm_compiles_clean(engine, qwen, swap, 3, 16);
+  auto none = bench::moe_gemm_compiles_clean(engine, qwen, swap, 3, 16, row_major, automatic);
   REQUIRE_FALSE(static_cast<bool>(none));
   CHECK(llvm::toString(none.takeError()).find("no GEMM3 kernel") != std::string::npos);
 }

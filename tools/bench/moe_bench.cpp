@@ -150,7 +150,7 @@ struct MoeBench {
       const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
                             gemm == 1 ? block.gemm2[0] : t};
       // Never a variant that spills or whose wgmmas ptxas serialized (the table's must not).
-      auto clean = moe_gemm_compiles_clean(engine, s, c, gemm, tokens);
+      auto clean = moe_gemm_compiles_clean(engine, s, c, gemm, tokens, weights(), packed_reads);
       if (!clean) {
         report_failed(c, tokens, clean.takeError());
         continue;

@@ -187,11 +187,12 @@ void moe_tune_pairs(int block_m, const std::vector<GemmTile>& gemm1_ranked,
 }
 
 llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const MoeShape& s,
-                                             const MoeTileConfig& config, int gemm,
-                                             int64_t tokens) {
+                                             const MoeTileConfig& config, int gemm, int64_t tokens,
+                                             MoeWeightLayout layout, MoePackedReads reads) {
   FusedMoeOptions options;
   options.config = config;
-  auto variants = prepare_fused_moe(engine, s, options, {tokens});
+  options.packed_reads = reads;
+  auto variants = prepare_fused_moe(engine, s, options, {tokens}, layout);
   if (!variants)
     return variants.takeError();
   // The GEMM kernels are moe_gemm{1,2}_* (mma.sync) and moe_wgmma{1,2}_*.

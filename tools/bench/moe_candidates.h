@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/engine.h"
+#include "runtime/ops/fused_moe.h"
 #include "runtime/ops/moe_config.h"
 
 #include <vector>
@@ -44,11 +45,13 @@ void moe_tune_pairs(int block_m, const std::vector<ops::GemmTile>& gemm1_ranked,
 
 // Whether GEMM `gemm` (1 or 2) of `config` at `tokens` compiles as a hot variant must: no
 // spills and no wgmma diagnostic (ptxas' C75xx, e.g. serialized wgmmas), by the engine's report
-// of the variant (compiled now, or found in its cache). The tuner times only such tiles, so a
+// of the variant (compiled now, or found in its cache), for weights in `layout` read as `reads`
+// says (packed weights are read by variants of their own). The tuner times only such tiles, so a
 // table it writes holds only such variants (CI checks the table's again).
 llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const ops::MoeShape& s,
                                              const ops::MoeTileConfig& config, int gemm,
-                                             int64_t tokens);
+                                             int64_t tokens, ops::MoeWeightLayout layout,
+                                             ops::MoePackedReads reads);
 
 // The tuner's engine settings: it compiles many values of each GEMM's template parameters on
 // purpose (every candidate's tiles, stages, ...), which the engine's recompile-storm warning
