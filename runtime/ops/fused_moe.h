@@ -83,10 +83,6 @@ enum MoeStage : unsigned {
 };
 
 enum class MoeHandoff { automatic, always, never };
-// How the wgmma GEMMs read packed weights (FusedMoeTensors::weight_layout): by bulk copies or
-// through a rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens
-// (decode), where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads).
-enum class MoePackedReads { automatic, bulk, tensor_map };
 enum class MoeLaunchOrder { automatic, grouped, block_major };
 
 struct FusedMoeOptions {

@@ -156,8 +156,9 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
 }
 
 std::string mma_rule(const GemmTile& t, const TileUse& u) {
-  if (t.split_k != 1 || t.tiles != 1 || t.persistent() || t.f16_tokens)
-    return "split_k, tiles, stream_k, dynamic and f16_tokens need a wgmma tile";
+  if (t.split_k != 1 || t.tiles != 1 || t.persistent() || t.f16_tokens ||
+      t.packed_reads != MoePackedReads::automatic)
+    return "split_k, tiles, stream_k, dynamic, f16_tokens and reads need a wgmma tile";
   if (t.warps_m < 1 || t.warps_n < 1 || t.warps_m * t.warps_n > 16)
     return "1 to 16 warps";
   if (u.block_m % (16 * t.warps_m) != 0)
@@ -208,13 +209,16 @@ GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgro
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
                        stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
                        tiles > 1 ? fmt::format(" t{}", tiles) : "",
                        stream_k()  ? " sk"
                        : dynamic() ? " dyn"
                                    : "",
-                       f16_tokens ? " f16" : "");
+                       f16_tokens ? " f16" : "",
+                       packed_reads == MoePackedReads::automatic ? ""
+                       : packed_reads == MoePackedReads::bulk    ? " bulk"
+                                                                 : " map");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

@@ -83,6 +83,13 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          columns (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of
 //          K. For many tokens an expert, where every CTA of an expert would convert the same
 //          tokens.
+// How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
+// rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),
+// where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads). A table's packed
+// entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures it;
+// FusedMoeOptions::packed_reads overrides both (tests, benchmarks).
+enum class MoePackedReads { automatic, bulk, tensor_map };
+
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -95,6 +102,7 @@ struct GemmTile {
   int tiles = 1;
   MoeSchedule schedule = MoeSchedule::fixed;
   bool f16_tokens = false;
+  MoePackedReads packed_reads = MoePackedReads::automatic; // wgmma, packed weights only
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   bool stream_k() const { return schedule == MoeSchedule::stream_k; }

@@ -51,6 +51,17 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
                           "moe config table: {}: 'f16_tokens' must be a boolean", where.str());
       tile.f16_tokens = *f16;
     }
+    // Packed weights' reads: "reads": "bulk" or "map" (absent: the rule's).
+    if (const llvm::json::Value* reads = object->get("reads")) {
+      const auto name = reads->getAsString();
+      if (name && *name == "bulk")
+        tile.packed_reads = MoePackedReads::bulk;
+      else if (name && *name == "map")
+        tile.packed_reads = MoePackedReads::tensor_map;
+      else
+        return make_error(Errc::invalid_argument,
+                          "moe config table: {}: reads must be \"bulk\" or \"map\"", where.str());
+    }
     // The schedule: "stream_k": true or "dynamic": true (neither: fixed).
     for (auto [schedule, name] : {std::pair{MoeSchedule::stream_k, "stream_k"},
                                   std::pair{MoeSchedule::dynamic, "dynamic"}}) {
@@ -98,6 +109,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["dynamic"] = true;
     if (t.f16_tokens)
       o["f16_tokens"] = true;
+    if (t.packed_reads != MoePackedReads::automatic)
+      o["reads"] = t.packed_reads == MoePackedReads::bulk ? "bulk" : "map";
     return o;
   }
   return llvm::json::Object{
@@ -124,6 +137,12 @@ llvm::Expected<MoeConfigBucket> parse_bucket(const llvm::json::Object& o,
     return g2.takeError();
   bucket.config.gemm1 = *g1;
   bucket.config.gemm2 = *g2;
+  if (entry.weights != MoeWeightLayout::packed && (g1->packed_reads != MoePackedReads::automatic ||
+                                                   g2->packed_reads != MoePackedReads::automatic))
+    return make_error(Errc::invalid_argument,
+                      "moe config table: {}: reads is for the tiles of a packed entry "
+                      "(\"weights\": \"packed\")",
+                      at);
   if (auto err = check_moe_config(entry.shape, bucket.config, entry.arch))
     return make_error(Errc::invalid_argument, "moe config table: {}: {}", at,
                       llvm::toString(std::move(err)));

@@ -113,7 +113,8 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
 std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
 // A wgmma GEMM's template value `weights`, how its producer reads them (MoeWeights in
 // kernels_src/moe/wgmma_pipeline.cuh): 0 row-major through a rank-3 tensor map, 1 packed by bulk
-// copies, 2 packed through a rank-4 map; packed: `reads`, automatic by packed_bulk_reads.
+// copies, 2 packed through a rank-4 map; packed: `reads` (the call's FusedMoeOptions), or where
+// that is automatic the tile's own (a table's "reads"), or where that is too packed_bulk_reads.
 int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);
 // The template values of a GEMM variant (see moe_gemm_kernel for their names); `weights`, the
 // wgmma GEMMs' weight_reads, is not one of the mma.sync GEMMs'.

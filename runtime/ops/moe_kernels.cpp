@@ -140,6 +140,8 @@ std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens
 int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads) {
   if (layout == MoeWeightLayout::row_major)
     return 0;
+  if (reads == MoePackedReads::automatic) // the call's choice, else the table's, else the rule
+    reads = tile.packed_reads;
   const bool bulk =
       reads == MoePackedReads::automatic ? packed_bulk_reads(tile) : reads == MoePackedReads::bulk;
   return bulk ? 1 : 2;

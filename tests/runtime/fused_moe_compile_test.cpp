@@ -519,7 +519,7 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
         std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   bad.gemm2.schedule = MoeSchedule::stream_k;
-  CHECK(refused(qwen, bad).find("stream_k, dynamic and f16_tokens need a wgmma tile") !=
+  CHECK(refused(qwen, bad).find("stream_k, dynamic, f16_tokens and reads need a wgmma tile") !=
         std::string::npos);
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
@@ -1035,4 +1035,69 @@ TEST_CASE(
   REQUIRE(!refused);
   CHECK(llvm::toString(refused.takeError()).find("weights must be row_major or packed") !=
         std::string::npos);
+}
+
+TEST_CASE("packed weights are read as the call says, else as the table's tile says, else by the "
+          "rule; the table's \"reads\" is for packed entries only") {
+  using moe_detail::weight_reads;
+  const MoeShape shape{128, 8, 2048, 768, MoeDType::fp8};
+  const Arch sm90a{9, 0, true};
+  GemmTile swap = GemmTile::wgmma_tile(128, 4, true, 1), normal = swap;
+  normal.swap_ab = false;
+  const auto packed = MoeWeightLayout::packed, row_major = MoeWeightLayout::row_major;
+  const auto automatic = MoePackedReads::automatic, bulk = MoePackedReads::bulk,
+             map = MoePackedReads::tensor_map;
+  // The rule: bulk copies for swap-AB tiles without f16 tokens, the map elsewhere.
+  CHECK(weight_reads(swap, packed, automatic) == 1);
+  CHECK(weight_reads(normal, packed, automatic) == 2);
+  CHECK(weight_reads(swap, row_major, bulk) == 0); // row-major weights: always the rank-3 map
+  // The tile's own choice (a table's), and the call's over it.
+  GemmTile swap_map = swap, normal_bulk = normal;
+  swap_map.packed_reads = map;
+  normal_bulk.packed_reads = bulk;
+  CHECK(weight_reads(swap_map, packed, automatic) == 2);
+  CHECK(weight_reads(normal_bulk, packed, automatic) == 1);
+  CHECK(weight_reads(swap_map, packed, bulk) == 1);
+  CHECK(weight_reads(swap_map, row_major, automatic) == 0);
+  CHECK(swap_map.describe() == "wgmma-swap n128 g1 s4 map");
+  CHECK(normal_bulk.describe() == "wgmma n128 g1 s4 bulk");
+  // The variants: template value weights (after tiles) follows the tile's reads.
+  MoeConfigEntry entry{shape, sm90a, {}, packed};
+  entry.buckets.push_back({16, MoeTileConfig{8, swap_map, GemmTile::wgmma_tile(64, 4, true, 1)}});
+  MoeConfigTable table;
+  table.entries.push_back(entry);
+  FusedMoeOptions options;
+  options.table = &table;
+  auto requests = fused_moe_variants(shape, options, sm90a, {4}, packed);
+  REQUIRE(static_cast<bool>(requests));
+  int gemms = 0;
+  for (const VariantRequest& r : *requests)
+    if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma2_fp8") {
+      ++gemms;
+      CHECK(r.values[9] == (r.def.id == "moe_wgmma1_fp8" ? 2 : 1));
+    }
+  CHECK(gemms == 2);
+  // JSON: "reads" written where a tile names it, read back the same.
+  const std::string text = round_trip_json(table);
+  CHECK(text.find("\"reads\":\"map\"") != std::string::npos);
+  // Anything but "bulk" or "map" is named, and so is "reads" in a row-major entry.
+  std::string bad = text;
+  bad.replace(bad.find("\"map\""), 5, "\"dma\"");
+  auto refused = parse_moe_config_table(bad);
+  REQUIRE(!refused);
+  CHECK(llvm::toString(refused.takeError()).find("reads must be \"bulk\" or \"map\"") !=
+        std::string::npos);
+  std::string row_major_reads = text;
+  row_major_reads.replace(row_major_reads.find("\"weights\":\"packed\""), 18,
+                          "\"weights\":\"row_major\"");
+  auto not_packed = parse_moe_config_table(row_major_reads);
+  REQUIRE(!not_packed);
+  CHECK(llvm::toString(not_packed.takeError()).find("reads is for the tiles of a packed entry") !=
+        std::string::npos);
+  // An mma.sync tile names none.
+  MoeTileConfig mma{16, {64, 1, 4, 4}, {64, 1, 4, 4}};
+  mma.gemm1.packed_reads = bulk;
+  auto err = check_moe_config(shape, mma, sm90a);
+  REQUIRE(static_cast<bool>(err));
+  CHECK(llvm::toString(std::move(err)).find("reads need a wgmma tile") != std::string::npos);
 }
