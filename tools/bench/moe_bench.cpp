@@ -98,21 +98,34 @@ struct MoeBench {
     return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
   }
 
-  // Compiles every configuration this shape's run will launch, on all cores.
+  // Compiles every configuration this shape's run will launch, on all cores (a tune on packed
+  // weights: each wgmma tile in both read forms, as time_alone times them).
   void prepare(const MoeShape& s) {
     std::vector<std::pair<int64_t, MoeTileConfig>> work;
+    const bool both_reads = packed && packed_reads == MoePackedReads::automatic;
     for (int64_t tokens : token_counts) {
       if (tune)
         for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch()))
-          for (const MoeTileConfig& c : moe_candidate_configs(block))
-            work.push_back({tokens, c});
+          for (const MoeTileConfig& c : moe_candidate_configs(block)) {
+            if (!both_reads) {
+              work.push_back({tokens, c});
+              continue;
+            }
+            for (MoePackedReads reads : {MoePackedReads::bulk, MoePackedReads::tensor_map}) {
+              MoeTileConfig form = c;
+              for (GemmTile* t : {&form.gemm1, &form.gemm2})
+                if (t->kernel == MoeGemmKernel::wgmma)
+                  t->packed_reads = reads;
+              work.push_back({tokens, form});
+            }
+          }
       if (table == nullptr || tune)
         work.push_back(
             {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config")
                          .config});
     }
     if (!work.empty())
-      precompile(engine, s, work);
+      precompile(engine, s, work, weights(), packed_reads);
   }
 
   // A candidate the device or the compiler rejects: reported, then skipped (never fatal).

@@ -167,12 +167,14 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const Moe
 
 // Compiles every candidate's variants on all cores first (the engine is thread-safe).
 void precompile(runtime::Engine& engine, const MoeShape& s,
-                const std::vector<std::pair<int64_t, MoeTileConfig>>& work) {
+                const std::vector<std::pair<int64_t, MoeTileConfig>>& work, MoeWeightLayout layout,
+                MoePackedReads reads) {
   std::vector<runtime::VariantRequest> requests;
   for (const auto& [tokens, config] : work) {
     FusedMoeOptions options;
     options.config = config;
-    auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}), "variants");
+    options.packed_reads = reads;
+    auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}, layout), "variants");
     requests.insert(requests.end(), list.begin(), list.end());
   }
   std::atomic<size_t> next{0};

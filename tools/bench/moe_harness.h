@@ -78,8 +78,10 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops
 // second, median of 5): the pool's H200s differ, so each report says what its machine reached.
 double device_copy_bytes_per_s(const runtime::Driver& drv);
 
-// Compiles the variants of every (token count, configuration) on all cores.
+// Compiles the variants of every (token count, configuration) on all cores, for weights in
+// `layout` read as `reads` says (packed weights are read by variants of their own).
 void precompile(runtime::Engine& engine, const ops::MoeShape& s,
-                const std::vector<std::pair<int64_t, ops::MoeTileConfig>>& work);
+                const std::vector<std::pair<int64_t, ops::MoeTileConfig>>& work,
+                ops::MoeWeightLayout layout, ops::MoePackedReads reads);
 
 } // namespace specjit::bench
