@@ -167,6 +167,47 @@ TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagn
   CHECK(llvm::toString(none.takeError()).find("no GEMM3 kernel") != std::string::npos);
 }
 
+TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
+  const GemmTile swap = GemmTile::wgmma_tile(128, 4, true, 1);
+  const std::vector<GemmTile> forms = bench::moe_read_forms(swap);
+  REQUIRE(forms.size() == 2);
+  CHECK(forms[0].packed_reads == MoePackedReads::bulk);
+  CHECK(forms[1].packed_reads == MoePackedReads::tensor_map);
+  for (GemmTile form : forms) { // the same tile otherwise
+    form.packed_reads = MoePackedReads::automatic;
+    CHECK(form == swap);
+  }
+  const GemmTile mma{64, 1, 4, 4};
+  REQUIRE(bench::moe_read_forms(mma).size() == 1);
+  CHECK(bench::moe_read_forms(mma)[0] == mma);
+  // A configuration's forms: both GEMMs bulk, then both through the map; an mma.sync GEMM as it
+  // is in both. Every form compiles into the variants the tune then times (weights 1 and 2).
+  const MoeShape qwen = k_shapes[0];
+  const auto configs = bench::moe_read_forms(MoeTileConfig{8, swap, mma});
+  REQUIRE(configs.size() == 2);
+  CHECK(configs[0].gemm1.packed_reads == MoePackedReads::bulk);
+  CHECK(configs[1].gemm1.packed_reads == MoePackedReads::tensor_map);
+  CHECK(configs[0].gemm2 == mma);
+  CHECK(configs[1].gemm2 == mma);
+  const MoeTileConfig wgmma_pair{8, swap, GemmTile::wgmma_tile(64, 4, true, 1)};
+  int form = 0;
+  for (const MoeTileConfig& c : bench::moe_read_forms(wgmma_pair)) {
+    ++form;
+    FusedMoeOptions options;
+    options.config = c;
+    auto requests =
+        fused_moe_variants(qwen, options, Arch{9, 0, true}, {16}, MoeWeightLayout::packed);
+    REQUIRE(static_cast<bool>(requests));
+    int gemms = 0;
+    for (const runtime::VariantRequest& r : *requests)
+      if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma2_fp8") {
+        ++gemms;
+        CHECK(r.values[9] == form); // the template value weights: 1 bulk, 2 map
+      }
+    CHECK(gemms == 2);
+  }
+}
+
 TEST_CASE("the tuner's engine does not report its own candidates as a recompile storm") {
   Config config; // defaults: the storm threshold is 8 distinct values
   REQUIRE(config.storm_threshold.value == 8);

@@ -106,19 +106,10 @@ struct MoeBench {
     for (int64_t tokens : token_counts) {
       if (tune)
         for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch()))
-          for (const MoeTileConfig& c : moe_candidate_configs(block)) {
-            if (!both_reads) {
-              work.push_back({tokens, c});
-              continue;
-            }
-            for (MoePackedReads reads : {MoePackedReads::bulk, MoePackedReads::tensor_map}) {
-              MoeTileConfig form = c;
-              for (GemmTile* t : {&form.gemm1, &form.gemm2})
-                if (t->kernel == MoeGemmKernel::wgmma)
-                  t->packed_reads = reads;
+          for (const MoeTileConfig& c : moe_candidate_configs(block))
+            for (const MoeTileConfig& form :
+                 both_reads ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
               work.push_back({tokens, form});
-            }
-          }
       if (table == nullptr || tune)
         work.push_back(
             {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config")
@@ -162,13 +153,9 @@ struct MoeBench {
                                    const MoeCandidateBlock& block, int gemm) {
     std::vector<std::pair<double, GemmTile>> timed;
     for (const GemmTile& tile : gemm == 1 ? block.gemm1 : block.gemm2) {
-      std::vector<GemmTile> forms = {tile};
-      if (packed && packed_reads == MoePackedReads::automatic &&
-          tile.kernel == MoeGemmKernel::wgmma) {
-        forms.assign(2, tile);
-        forms[0].packed_reads = MoePackedReads::bulk;
-        forms[1].packed_reads = MoePackedReads::tensor_map;
-      }
+      const std::vector<GemmTile> forms = packed && packed_reads == MoePackedReads::automatic
+                                              ? moe_read_forms(tile)
+                                              : std::vector<GemmTile>{tile};
       std::optional<std::pair<double, GemmTile>> fastest;
       for (const GemmTile& t : forms) {
         const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],

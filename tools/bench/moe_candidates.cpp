@@ -167,6 +167,24 @@ std::vector<MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block)
   return configs;
 }
 
+std::vector<GemmTile> moe_read_forms(const GemmTile& tile) {
+  if (tile.kernel != MoeGemmKernel::wgmma)
+    return {tile};
+  std::vector<GemmTile> forms(2, tile);
+  forms[0].packed_reads = MoePackedReads::bulk;
+  forms[1].packed_reads = MoePackedReads::tensor_map;
+  return forms;
+}
+
+std::vector<MoeTileConfig> moe_read_forms(const MoeTileConfig& config) {
+  const std::vector<GemmTile> g1 = moe_read_forms(config.gemm1), g2 = moe_read_forms(config.gemm2);
+  std::vector<MoeTileConfig> forms;
+  for (size_t i = 0; i < 2; ++i)
+    forms.push_back(
+        {config.block_m, g1[std::min(i, g1.size() - 1)], g2[std::min(i, g2.size() - 1)]});
+  return forms;
+}
+
 void moe_tune_pairs(int block_m, const std::vector<GemmTile>& gemm1_ranked,
                     const std::vector<GemmTile>& gemm2_ranked, std::vector<MoeTileConfig>& pairs) {
   auto add = [&](const GemmTile& g1, const GemmTile& g2) {

@@ -34,6 +34,13 @@ std::vector<MoeCandidateBlock> moe_candidates(const ops::MoeShape& s, int64_t to
 // Configurations over `block` that together use every one of its tiles (what to precompile).
 std::vector<ops::MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block);
 
+// The forms of `tile` a tune on packed weights times: a wgmma tile reading them by bulk copies
+// and through the map (GemmTile::packed_reads, the table's "reads"); an mma.sync tile as it is.
+std::vector<ops::GemmTile> moe_read_forms(const ops::GemmTile& tile);
+// `config` with both GEMMs in each read form: the bulk-copy form, then the map form (what to
+// precompile for such a tune; an mma.sync tile stays as it is in both).
+std::vector<ops::MoeTileConfig> moe_read_forms(const ops::MoeTileConfig& config);
+
 // The pairs over block size `block_m` worth timing together, given each GEMM's tiles timed alone
 // and ranked fastest first: the two best of GEMM1 crossed with the two best of GEMM2, and the
 // best pair of each kernel family. Appended to `pairs`, without repeats. (Crossing the best 8
