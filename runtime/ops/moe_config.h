@@ -14,8 +14,9 @@
 //     "dtype": "fp8", "arch": "sm_90a", "buckets": [{"max_tokens": 16, "block_m": 16,
 //     "gemm1": {"block_n": 64, "warps_m": 1, "warps_n": 4, "stages": 4}, "gemm2": {...}}]}]}
 //   A wgmma tile instead: {"kernel": "wgmma", "swap_ab": true, "block_n": 128, "warpgroups": 1,
-//   "stages": 6} ("kernel" absent means mma; optional "split_k" and "tiles", default 1, and
-//   "stream_k", default false).
+//   "stages": 6} ("kernel" absent means mma; optional "split_k" and "tiles", default 1,
+//   "stream_k", "dynamic" and "f16_tokens", default false, and in an entry with "weights":
+//   "packed", "reads": "bulk" or "map").
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
@@ -56,6 +57,13 @@ llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 // equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
 enum class MoeSchedule { fixed, stream_k, dynamic };
 
+// How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
+// rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),
+// where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads). A table's packed
+// entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures it;
+// FusedMoeOptions::packed_reads overrides both (tests, benchmarks).
+enum class MoePackedReads { automatic, bulk, tensor_map };
+
 // One GEMM's tile. block_n counts weight rows per tile (GEMM1: gate and up rows together, so
 // block_n / 2 output columns).
 //   mma    block_m x block_n tile on a warps_m x warps_n warp grid.
@@ -83,13 +91,6 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 //          columns (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of
 //          K. For many tokens an expert, where every CTA of an expert would convert the same
 //          tokens.
-// How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
-// rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),
-// where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads). A table's packed
-// entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures it;
-// FusedMoeOptions::packed_reads overrides both (tests, benchmarks).
-enum class MoePackedReads { automatic, bulk, tensor_map };
-
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
