@@ -115,13 +115,22 @@ struct Args {
   }
 };
 
+// Checks that `err` is an invalid_argument error whose message holds `part` (begins with it when
+// `at_start`), showing the message when not.
+void check_invalid_argument(llvm::Error err, const std::string& part, bool at_start = false) {
+  ErrorSummary error = summarize(std::move(err));
+  INFO("message: " << error.message);
+  CHECK(error.code == Errc::invalid_argument);
+  if (at_start)
+    CHECK(error.message.rfind(part, 0) == 0);
+  else
+    CHECK(error.message.find(part) != std::string::npos);
+}
+
 void check_rejected(const Args& args, const std::string& fragment) {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  ErrorSummary error = summarize(fused_moe(engine, args.shape, args.t, {}, nullptr));
-  INFO("message: " << error.message);
-  CHECK(error.code == Errc::invalid_argument);
-  CHECK(error.message.find(fragment) != std::string::npos);
+  check_invalid_argument(fused_moe(engine, args.shape, args.t, {}, nullptr), fragment);
   CHECK(engine.stats().requests == 0);
 }
 
@@ -263,10 +272,7 @@ TEST_CASE("the stage ops name themselves and the argument in their errors") {
   TempDir dir;
   Engine engine(test::config_in(dir));
   auto rejected = [](llvm::Error err, const std::string& prefix) {
-    ErrorSummary error = summarize(std::move(err));
-    INFO("message: " << error.message);
-    CHECK(error.code == Errc::invalid_argument);
-    CHECK(error.message.rfind(prefix, 0) == 0);
+    check_invalid_argument(std::move(err), prefix, true);
   };
   const TensorRef ids{k_base, DType::i32, {4, 2}, {}};
   // 8 slots over 8 experts in blocks of 16: up to 128 padded rows, 8 blocks.
@@ -926,35 +932,33 @@ TEST_CASE("packed weights: 32-row pieces of 128 bytes, each in the 128-byte swiz
 TEST_CASE("moe_pack_weights and fused_moe name what packed weights cannot be") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  auto rejected = [](llvm::Error err, const std::string& part) {
-    ErrorSummary error = summarize(std::move(err));
-    INFO("message: " << error.message);
-    CHECK(error.code == Errc::invalid_argument);
-    CHECK(error.message.find(part) != std::string::npos);
-  };
   const TensorRef w{k_base, DType::e4m3, {8, 256, 256}, {}};
   const TensorRef packed{k_base + 0x100000, DType::e4m3, {8, 256, 256}, {}};
-  rejected(moe_pack_weights(engine, {k_base, DType::f32, {8, 256, 256}, {}}, packed, nullptr),
-           "moe_pack_weights: weights must be e4m3 or bf16");
-  rejected(
+  check_invalid_argument(
+      moe_pack_weights(engine, {k_base, DType::f32, {8, 256, 256}, {}}, packed, nullptr),
+      "moe_pack_weights: weights must be e4m3 or bf16");
+  check_invalid_argument(
       moe_pack_weights(engine, w, {k_base + 0x100000, DType::e4m3, {8, 256, 128}, {}}, nullptr),
       "moe_pack_weights: packed: expected e4m3[8, 256, 256]");
-  rejected(moe_pack_weights(engine, w, {k_base + 0x1000, DType::e4m3, {8, 256, 256}, {}}, nullptr),
-           "must not overlap");
-  rejected(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 48, 256}, {}},
-                            {k_base + 0x100000, DType::e4m3, {8, 48, 256}, {}}, nullptr),
-           "a multiple of 32 rows per expert");
-  rejected(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 256, 64}, {}},
-                            {k_base + 0x100000, DType::e4m3, {8, 256, 64}, {}}, nullptr),
-           "rows of a multiple of 128 bytes");
+  check_invalid_argument(
+      moe_pack_weights(engine, w, {k_base + 0x1000, DType::e4m3, {8, 256, 256}, {}}, nullptr),
+      "must not overlap");
+  check_invalid_argument(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 48, 256}, {}},
+                                          {k_base + 0x100000, DType::e4m3, {8, 48, 256}, {}},
+                                          nullptr),
+                         "a multiple of 32 rows per expert");
+  check_invalid_argument(moe_pack_weights(engine, {k_base, DType::e4m3, {8, 256, 64}, {}},
+                                          {k_base + 0x100000, DType::e4m3, {8, 256, 64}, {}},
+                                          nullptr),
+                         "rows of a multiple of 128 bytes");
   CHECK(engine.stats().requests == 0);
   // Only wgmma tiles read packed weights.
   Args a(4);
   a.t.weight_layout = MoeWeightLayout::packed;
   FusedMoeOptions options;
   options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
-  rejected(fused_moe(engine, a.shape, a.t, options, nullptr),
-           "packed weights are read by wgmma tiles");
+  check_invalid_argument(fused_moe(engine, a.shape, a.t, options, nullptr),
+                         "packed weights are read by wgmma tiles");
 }
 
 TEST_CASE("the pack kernel compiles for sm_90a without spills") {
