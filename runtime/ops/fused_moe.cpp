@@ -201,8 +201,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
                    tile.block_n / (gemm == 1 ? 2 : 1) % k_moe_piece_rows != 0))
       return make_error(Errc::invalid_argument,
                         "{}: packed weights are read by wgmma tiles whose weight rows a stage "
-                        "are a multiple of 32; GEMM{}'s tile is {}",
-                        k_op.str(), gemm, tile.describe());
+                        "are a multiple of {}; GEMM{}'s tile is {}",
+                        k_op.str(), k_moe_piece_rows, gemm, tile.describe());
   }
 
   const MoeWorkspaceLayout l = moe_workspace_layout(s, tokens);

@@ -116,15 +116,15 @@ struct FusedMoeOptions {
   MoePackedReads packed_reads = MoePackedReads::automatic; // tests and benchmarks
 };
 
-// How w13 and w2 lie in memory. row_major: as their shapes say. packed: each one's bytes as
-// moe_pack_weights writes them (rows of all experts in pieces of 32 rows x 128 bytes of K, each
-// piece contiguous and already in the order a 128-byte-swizzled TMA box lands), which the wgmma
-// GEMMs (sm_90a) read by bulk copies (FusedMoeOptions::packed_reads). Measured on the H200 with
-// the tuned table (docs/moe.md, "Packed weights"): GEMMs 1-4 % faster at T = 4-256 for the
-// three reference models (Mixtral T = 16 329 -> 320 us), but Qwen3 T = 1 9 % slower and
-// T >= 1024 up to 3 % slower; a choice for the caller. The mma.sync GEMMs read row-major only.
-// The layout (MoeWeightLayout, runtime/ops/moe_config.h) also picks the table's entry.
-
+// FusedMoeTensors::weight_layout: how w13 and w2 lie in memory. row_major: as their shapes say.
+// packed: each one's bytes as moe_pack_weights writes them (rows of all experts in pieces of 32
+// rows x 128 bytes of K, each piece contiguous and already in the order a 128-byte-swizzled TMA
+// box lands), which the wgmma GEMMs (sm_90a) read by bulk copies or through a rank-4 map
+// (MoePackedReads). The layout also picks the table's entry. Measured on the H200 with the
+// table's packed entries (docs/moe.md, "Packed weights"): GEMMs 1.5-4.3 % faster at 9 of the 12
+// points of T = 4-256 for the three reference models and at Mixtral T = 1 (Mixtral T = 16
+// 330 -> 320 us), within 1 % at the other points but DeepSeek T = 4 (1.7 % slower); a choice
+// for the caller, as the packed copy is made at load. The mma.sync GEMMs read row-major only.
 struct FusedMoeTensors {
   runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
   runtime::TensorRef router_logits; // [T, E] f32
