@@ -94,6 +94,9 @@ struct MoeBench {
     return packed ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
   }
 
+  // A tune on packed weights with no --packed-reads times each wgmma tile in both read forms.
+  bool both_read_forms() const { return packed && packed_reads == MoePackedReads::automatic; }
+
   bool selected(int64_t tokens) const {
     return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
   }
@@ -102,13 +105,12 @@ struct MoeBench {
   // weights: each wgmma tile in both read forms, as time_alone times them).
   void prepare(const MoeShape& s) {
     std::vector<std::pair<int64_t, MoeTileConfig>> work;
-    const bool both_reads = packed && packed_reads == MoePackedReads::automatic;
     for (int64_t tokens : token_counts) {
       if (tune)
         for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch()))
           for (const MoeTileConfig& c : moe_candidate_configs(block))
             for (const MoeTileConfig& form :
-                 both_reads ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
+                 both_read_forms() ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
               work.push_back({tokens, form});
       if (table == nullptr || tune)
         work.push_back(
@@ -153,9 +155,8 @@ struct MoeBench {
                                    const MoeCandidateBlock& block, int gemm) {
     std::vector<std::pair<double, GemmTile>> timed;
     for (const GemmTile& tile : gemm == 1 ? block.gemm1 : block.gemm2) {
-      const std::vector<GemmTile> forms = packed && packed_reads == MoePackedReads::automatic
-                                              ? moe_read_forms(tile)
-                                              : std::vector<GemmTile>{tile};
+      const std::vector<GemmTile> forms =
+          both_read_forms() ? moe_read_forms(tile) : std::vector<GemmTile>{tile};
       std::optional<std::pair<double, GemmTile>> fastest;
       for (const GemmTile& t : forms) {
         const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
@@ -491,10 +492,12 @@ int run_moe_bench(int argc, char** argv) {
            "             over the fixed routing and R - 1 fresh ones (seeds 1001..; default 1: "
            "the\n"
            "             fixed one)\n"
-           "  --packed   the weights packed by moe_pack_weights (bulk-copy reads) instead of\n"
-           "             row-major (tensor-map reads), with the table's packed entries where it\n"
-           "             has them (--tune writes them); --packed-reads: read by bulk copies or\n"
-           "             through a tensor map (automatic: bulk for the swap-AB decode tiles)\n"
+           "  --packed   the weights packed by moe_pack_weights instead of row-major, with the\n"
+           "             table's packed entries where it has them (--tune writes them, timing\n"
+           "             each wgmma tile reading by bulk copies and through a tensor map);\n"
+           "             --packed-reads: every tile by bulk copies or through the map\n"
+           "             (automatic: as the table's tile says, else bulk copies for the swap-AB\n"
+           "             tiles without f16 tokens)\n"
            "  --models   also mix16, ds512 (mix32, ds1k4): Mixtral and DeepSeek with two (four)\n"
            "             times the experts and top-k: the same tokens an expert over two (four)\n"
            "             times the weights; no peer figures\n";
