@@ -258,8 +258,8 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 //      rate where tensor-map boxes reach 0.93-0.97 of it (tools/probes/decode_stream.cu);
 //   2  the packed copy through `map` (rank 4: 128 bytes, 32 rows, K / 128 pieces, row groups;
 //      boxes of the stage's rows / 32 pieces, no swizzle: the pieces are in its order already):
-//      tensor-map reads, for the tiles where bulk copies measured slower (the host's rule,
-//      packed_bulk_reads).
+//      tensor-map reads, for the tiles where bulk copies measured slower (the host's choice,
+//      moe_detail::weight_reads: a table tile's "reads", else the rule packed_bulk_reads).
 // A run-time layout argument instead cost the row-major variants up to 1.3 % (report section 52).
 struct MoeWeights {
   const TmaDesc* map;
