@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -151,6 +152,17 @@ std::string round_trip_json(const MoeConfigTable& table) {
       CHECK(again->entries[e].buckets[b].config == table.entries[e].buckets[b].config);
   }
   return text;
+}
+
+// The message parse_moe_config_table refuses `text` with, its first `from` replaced by `to`
+// (checked to be refused: empty otherwise).
+std::string table_error(std::string text, std::string_view from, std::string_view to) {
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  auto table = parse_moe_config_table(text);
+  CHECK_FALSE(static_cast<bool>(table));
+  return table ? std::string() : summarize(table.takeError()).message;
 }
 
 } // namespace
@@ -542,16 +554,10 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
   table.entries[0].buckets.push_back({256, d});
   CHECK(round_trip_json(table).find("\"dynamic\":true") != std::string::npos);
-  std::string two = text;
-  const size_t at = text.find("\"stream_k\":true");
-  text.replace(at, std::string_view("\"stream_k\":true").size(), "\"stream_k\":1");
-  ErrorSummary error = summarize(parse_moe_config_table(text).takeError());
-  CHECK(error.message.find("'stream_k' must be a boolean") != std::string::npos);
-  two.replace(two.find("\"stream_k\":true"), std::string_view("\"stream_k\":true").size(),
-              "\"stream_k\":true,\"dynamic\":true");
-  error = summarize(parse_moe_config_table(two).takeError());
-  CHECK(error.message.find("stream_k and dynamic are two schedules: pick one") !=
-        std::string::npos);
+  CHECK(table_error(text, "\"stream_k\":true", "\"stream_k\":1")
+            .find("'stream_k' must be a boolean") != std::string::npos);
+  CHECK(table_error(text, "\"stream_k\":true", "\"stream_k\":true,\"dynamic\":true")
+            .find("stream_k and dynamic are two schedules: pick one") != std::string::npos);
 }
 
 TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgmma") {
@@ -646,10 +652,8 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   table.entries.push_back({qwen, sm90a, {{1024, c}}});
   std::string text = round_trip_json(table);
   CHECK(text.find("\"f16_tokens\":true") != std::string::npos);
-  text.replace(text.find("\"f16_tokens\":true"), std::string_view("\"f16_tokens\":true").size(),
-               "\"f16_tokens\":2");
-  CHECK(summarize(parse_moe_config_table(text).takeError())
-            .message.find("'f16_tokens' must be a boolean") != std::string::npos);
+  CHECK(table_error(text, "\"f16_tokens\":true", "\"f16_tokens\":2")
+            .find("'f16_tokens' must be a boolean") != std::string::npos);
   // The copy kernel is among the call's variants. Its order follows top_k: Qwen3 (top 8) in token
   // order (GEMM1's template value swap_ab 2, the copy's sorted 0), Mixtral (top 2) in the sorted
   // order (3 and 1).
@@ -856,14 +860,10 @@ TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named"
   table.entries.push_back(entry);
   std::string text = round_trip_json(table);
   // An unknown kernel, and a wgmma tile without its orientation, are refused by name.
-  std::string unknown = text;
-  unknown.replace(unknown.find("\"wgmma\""), 7, "\"wmma\"");
-  ErrorSummary kernel = summarize(parse_moe_config_table(unknown).takeError());
-  CHECK(kernel.message.find("kernel must be \"mma\" or \"wgmma\"") != std::string::npos);
-  std::string no_swap = text;
-  no_swap.replace(no_swap.find("\"swap_ab\""), 9, "\"swap_xx\"");
-  ErrorSummary swap_error = summarize(parse_moe_config_table(no_swap).takeError());
-  CHECK(swap_error.message.find("missing boolean 'swap_ab'") != std::string::npos);
+  CHECK(table_error(text, "\"wgmma\"", "\"wmma\"").find("kernel must be \"mma\" or \"wgmma\"") !=
+        std::string::npos);
+  CHECK(table_error(text, "\"swap_ab\"", "\"swap_xx\"").find("missing boolean 'swap_ab'") !=
+        std::string::npos);
 }
 
 TEST_CASE("the H200 table in docs parses and covers the three FP8 reference shapes") {
@@ -1033,11 +1033,7 @@ TEST_CASE(
   const std::string text = round_trip_json(both);
   CHECK(text.find("\"weights\":\"packed\"") != std::string::npos);
   CHECK(text.find("row_major") == std::string::npos);
-  std::string bad = text;
-  bad.replace(bad.find("\"packed\""), 8, "\"tiled\"");
-  auto refused = parse_moe_config_table(bad);
-  REQUIRE(!refused);
-  CHECK(llvm::toString(refused.takeError()).find("weights must be row_major or packed") !=
+  CHECK(table_error(text, "\"packed\"", "\"tiled\"").find("weights must be row_major or packed") !=
         std::string::npos);
 }
 
@@ -1085,19 +1081,10 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   const std::string text = round_trip_json(table);
   CHECK(text.find("\"reads\":\"map\"") != std::string::npos);
   // Anything but "bulk" or "map" is named, and so is "reads" in a row-major entry.
-  std::string bad = text;
-  bad.replace(bad.find("\"map\""), 5, "\"dma\"");
-  auto refused = parse_moe_config_table(bad);
-  REQUIRE(!refused);
-  CHECK(llvm::toString(refused.takeError()).find("reads must be \"bulk\" or \"map\"") !=
+  CHECK(table_error(text, "\"map\"", "\"dma\"").find("reads must be \"bulk\" or \"map\"") !=
         std::string::npos);
-  std::string row_major_reads = text;
-  row_major_reads.replace(row_major_reads.find("\"weights\":\"packed\""), 18,
-                          "\"weights\":\"row_major\"");
-  auto not_packed = parse_moe_config_table(row_major_reads);
-  REQUIRE(!not_packed);
-  CHECK(llvm::toString(not_packed.takeError()).find("reads is for the tiles of a packed entry") !=
-        std::string::npos);
+  CHECK(table_error(text, "\"weights\":\"packed\"", "\"weights\":\"row_major\"")
+            .find("reads is for the tiles of a packed entry") != std::string::npos);
   // An mma.sync tile names none.
   MoeTileConfig mma{16, {64, 1, 4, 4}, {64, 1, 4, 4}};
   mma.gemm1.packed_reads = bulk;
