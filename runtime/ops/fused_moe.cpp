@@ -195,10 +195,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
     if (tile.kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
       return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
                         k_op.str(), slots, ctas, tile.describe(), k_max_grid_x);
-    // The packed layout's pieces hold k_moe_piece_rows rows: a stage's box (GEMM1: each half)
-    // must hold whole pieces, and only the wgmma GEMMs read them.
-    if (packed && (tile.kernel != MoeGemmKernel::wgmma ||
-                   tile.block_n / (gemm == 1 ? 2 : 1) % k_moe_piece_rows != 0))
+    if (packed && !moe_tile_reads_packed(gemm, tile))
       return make_error(Errc::invalid_argument,
                         "{}: packed weights are read by wgmma tiles whose weight rows a stage "
                         "are a multiple of {}; GEMM{}'s tile is {}",

@@ -143,6 +143,12 @@ llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout); // "row_major", 
 std::optional<MoeWeightLayout> parse_moe_weight_layout(llvm::StringRef name);
 // The packed layout's pieces: k_moe_piece_rows rows x 128 bytes of K (moe_pack_weights).
 inline constexpr int64_t k_moe_piece_rows = 32;
+// Whether GEMM `gemm` (1 or 2) with `tile` can read packed weights: only wgmma tiles do, and a
+// stage's box (GEMM1: each of its gate and up halves) must hold whole pieces.
+inline bool moe_tile_reads_packed(int gemm, const GemmTile& tile) {
+  return tile.kernel == MoeGemmKernel::wgmma &&
+         tile.block_n / (gemm == 1 ? 2 : 1) % k_moe_piece_rows == 0;
+}
 
 struct MoeConfigEntry {
   MoeShape shape;

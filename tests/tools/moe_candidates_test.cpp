@@ -208,6 +208,45 @@ TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
   }
 }
 
+TEST_CASE("a tune on packed weights takes only the tiles that read them, and all of them") {
+  for (const MoeShape& s : k_shapes)
+    for (int64_t tokens : {1, 4, 16, 64, 256, 1024, 4096}) {
+      INFO("experts " << s.experts << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens);
+      const auto packed = bench::moe_candidates(s, tokens, k_sm90a, MoeWeightLayout::packed);
+      REQUIRE(!packed.empty());
+      for (const bench::MoeCandidateBlock& b : packed) {
+        CHECK(!b.gemm1.empty());
+        CHECK(!b.gemm2.empty());
+        for (int gemm : {1, 2})
+          for (const GemmTile& t : gemm == 1 ? b.gemm1 : b.gemm2)
+            CHECK(moe_tile_reads_packed(gemm, t));
+      }
+      // The row-major candidates that read packed weights are all there, over the same block
+      // size (where that block size keeps tiles for both GEMMs).
+      for (const bench::MoeCandidateBlock& b : bench::moe_candidates(s, tokens, k_sm90a)) {
+        auto at = std::find_if(packed.begin(), packed.end(),
+                               [&](const auto& p) { return p.block_m == b.block_m; });
+        const bool both =
+            std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                        [](const GemmTile& t) { return moe_tile_reads_packed(1, t); }) &&
+            std::any_of(b.gemm2.begin(), b.gemm2.end(),
+                        [](const GemmTile& t) { return moe_tile_reads_packed(2, t); });
+        REQUIRE((at != packed.end()) == both);
+        if (!both)
+          continue;
+        for (int gemm : {1, 2})
+          for (const GemmTile& t : gemm == 1 ? b.gemm1 : b.gemm2)
+            CHECK(has(gemm == 1 ? at->gemm1 : at->gemm2, t) == moe_tile_reads_packed(gemm, t));
+      }
+    }
+  // The mma.sync tiles of part 1 never read packed weights; a wgmma tile's stage (GEMM1: each
+  // half) holds whole pieces of 32 rows.
+  CHECK_FALSE(moe_tile_reads_packed(1, GemmTile{64, 1, 4, 4}));
+  CHECK(moe_tile_reads_packed(1, GemmTile::wgmma_tile(64, 4, true, 1)));
+  CHECK(moe_tile_reads_packed(2, GemmTile::wgmma_tile(32, 4, true, 1)));
+  CHECK_FALSE(moe_tile_reads_packed(1, GemmTile::wgmma_tile(32, 4, true, 1)));
+}
+
 TEST_CASE("the tuner's engine does not report its own candidates as a recompile storm") {
   Config config; // defaults: the storm threshold is 8 distinct values
   REQUIRE(config.storm_threshold.value == 8);

@@ -107,7 +107,7 @@ struct MoeBench {
     std::vector<std::pair<int64_t, MoeTileConfig>> work;
     for (int64_t tokens : token_counts) {
       if (tune)
-        for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch()))
+        for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch(), weights()))
           for (const MoeTileConfig& c : moe_candidate_configs(block))
             for (const MoeTileConfig& form :
                  both_read_forms() ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
@@ -228,7 +228,7 @@ struct MoeBench {
   MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
                             MoeTileConfig chosen) {
     std::vector<MoeTileConfig> pairs = {chosen};
-    for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch())) {
+    for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch(), weights())) {
       const std::vector<GemmTile> gemm1 = time_alone(s, b, tokens, block, 1);
       const std::vector<GemmTile> gemm2 = time_alone(s, b, tokens, block, 2);
       moe_tune_pairs(block.block_m, gemm1, gemm2, pairs);

@@ -95,7 +95,8 @@ std::pair<int, std::vector<GemmTile>> mma_tiles(int64_t per_expert) {
 
 } // namespace
 
-std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens, const Arch& arch) {
+std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens, const Arch& arch,
+                                              MoeWeightLayout layout) {
   const int64_t per_expert = (tokens * s.top_k + s.experts - 1) / s.experts;
   std::vector<MoeCandidateBlock> blocks;
   auto add = [&](int block_m, int gemm, const GemmTile& t) {
@@ -103,6 +104,8 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
       llvm::consumeError(std::move(err));
       return;
     }
+    if (layout == MoeWeightLayout::packed && !moe_tile_reads_packed(gemm, t))
+      return;
     auto at = std::find_if(blocks.begin(), blocks.end(),
                            [&](const MoeCandidateBlock& b) { return b.block_m == block_m; });
     if (at == blocks.end())

@@ -27,9 +27,11 @@ struct MoeCandidateBlock {
 // times the tokens per expert (up to 64; with split-K clusters and several tiles per CTA while
 // few tokens reach each expert), normal-orientation tiles over blocks of 64 and 128 at every T
 // (the crossover is measured, not assumed), the mma.sync tiles of part 1, and the default
-// rule's tiles.
-std::vector<MoeCandidateBlock> moe_candidates(const ops::MoeShape& s, int64_t tokens,
-                                              const Arch& arch);
+// rule's tiles. On packed weights (`layout`), only the tiles that read them
+// (ops::moe_tile_reads_packed: no mma.sync tiles).
+std::vector<MoeCandidateBlock>
+moe_candidates(const ops::MoeShape& s, int64_t tokens, const Arch& arch,
+               ops::MoeWeightLayout layout = ops::MoeWeightLayout::row_major);
 
 // Configurations over `block` that together use every one of its tiles (what to precompile).
 std::vector<ops::MoeTileConfig> moe_candidate_configs(const MoeCandidateBlock& block);
