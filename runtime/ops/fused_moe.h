@@ -121,10 +121,10 @@ struct FusedMoeOptions {
 // rows x 128 bytes of K, each piece contiguous and already in the order a 128-byte-swizzled TMA
 // box lands), which the wgmma GEMMs (sm_90a) read by bulk copies or through a rank-4 map
 // (MoePackedReads). The layout also picks the table's entry. Measured on the H200 with the
-// table's packed entries (docs/moe.md, "Packed weights"): GEMMs 1.5-4.3 % faster at 9 of the 12
-// points of T = 4-256 for the three reference models and at Mixtral T = 1 (Mixtral T = 16
-// 330 -> 320 us), within 1 % at the other points but DeepSeek T = 4 (1.7 % slower); a choice
-// for the caller, as the packed copy is made at load. The mma.sync GEMMs read row-major only.
+// table's packed entries (docs/moe.md, "Packed weights"): GEMMs 1.4-4.5 % faster at 10 of the 12
+// points of T = 4-256 for the three reference models, at Mixtral T = 1 and DeepSeek T = 1024
+// (Mixtral T = 16 331 -> 320 us), within 0.6 % at the other points; a choice for the caller,
+// as the packed copy is made at load. The mma.sync GEMMs read row-major only.
 struct FusedMoeTensors {
   runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
   runtime::TensorRef router_logits; // [T, E] f32
