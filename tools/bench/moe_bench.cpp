@@ -7,8 +7,9 @@
 // 50 MB L2 the previous one filled (the floor is an HBM floor). Each run first measures the
 // machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
-//            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json)
-//            and the swap-AB vs normal crossover (best of each orientation per T) to
+//            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json;
+//            after each shape, so a run cut short keeps the shapes it finished) and the swap-AB
+//            vs normal crossover (best of each orientation per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
 //   --table  uses a tuned table instead of the default rule
 //   --tokens only some of the token counts (a partial re-tune with --tune --table)
@@ -82,6 +83,7 @@ struct MoeBench {
   int64_t max_tokens = 0; // rows of the router logits (make_setup's)
   bool packed = false;    // --packed: the weights in moe_pack_weights' layout
   MoePackedReads packed_reads = MoePackedReads::automatic; // --packed-reads
+  std::string table_out = {}; // --tune: where the tuned table goes (--table-out)
 
   // The flags' choices for every fused_moe call of the run.
   void set_choices(FusedMoeOptions& o) const {
@@ -420,19 +422,31 @@ struct MoeBench {
       *same = std::move(entry);
     else
       tuned.entries.push_back(std::move(entry));
+    // Written after every shape too, so that a tune cut short keeps the shapes it finished (a
+    // failure is reported here; the write at the end decides the exit status).
+    save_tuned_table();
   }
 
-  // --tune's outputs: the table and the crossover report.
-  bool write_tuned(const Flags& flags) {
-    const std::string out = flags.get("--table-out", "docs/moe-configs-h200.json");
-    std::error_code ec;
-    llvm::raw_fd_ostream os(out, ec);
-    if (ec) {
-      llvm::errs() << "specjit-bench moe: cannot write " << out << ": " << ec.message() << "\n";
+  // --tune's table, to --table-out: through a temporary file renamed over it, so that a run
+  // stopped while writing leaves the previous table whole.
+  bool save_tuned_table() const {
+    llvm::Error err = llvm::writeToOutput(table_out, [&](llvm::raw_ostream& os) {
+      os << llvm::formatv("{0:2}", moe_config_table_to_json(tuned)) << "\n";
+      return llvm::Error::success();
+    });
+    if (err) {
+      llvm::errs() << "specjit-bench moe: cannot write " << table_out << ": "
+                   << llvm::toString(std::move(err)) << "\n";
       return false;
     }
-    os << llvm::formatv("{0:2}", moe_config_table_to_json(tuned)) << "\n";
-    llvm::outs() << "tuned table written to " << out << "\n";
+    llvm::outs() << "tuned table written to " << table_out << "\n";
+    return true;
+  }
+
+  // --tune's outputs at the end: the table, and the crossover report.
+  bool write_tuned(const Flags& flags) {
+    if (!save_tuned_table())
+      return false;
     const std::string cross_path = flags.get("--crossover", "docs/bench/moe-crossover-h200.json");
     return write_report(cross_path,
                         llvm::json::Object{{"kernel", "fused_moe GEMM1+GEMM2"},
@@ -481,6 +495,7 @@ int run_moe_bench(int argc, char** argv) {
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
            "             and --table, the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
+           "  --table-out  with --tune, where the table goes, written after each shape\n"
            "  --handoff  GEMM2 takes each token block once GEMM1 has written it: FP8 from 32\n"
            "             tokens an expert on (automatic), always, or never\n"
            "  --launch-order  the wgmma GEMMs' CTAs take 8 token blocks per weight tile (grouped)\n"
@@ -555,6 +570,7 @@ int run_moe_bench(int argc, char** argv) {
                  static_cast<int>(routings),
                  static_cast<int>(tune_routings)};
   bench.packed = flags.has("--packed");
+  bench.table_out = flags.get("--table-out", "docs/moe-configs-h200.json");
   if (!parse_choice<MoePackedReads>(flags, "--packed-reads",
                                     {{"automatic", MoePackedReads::automatic},
                                      {"bulk", MoePackedReads::bulk},
