@@ -18,32 +18,23 @@
 //            use one fixed routing (seed 42), which at small T may hit more or fewer experts
 //            than the average
 //   --tune-routings R  the tuner judges each candidate pair by its mean over R routings
-// The device side (buffers, timing, precompilation): moe_harness.h; the tuner's candidates:
-// moe_candidates.h.
-#include "bench_common.h"
-#include "moe_candidates.h"
-#include "moe_harness.h"
-#include "moe_models.h"
-
-#include "runtime/driver.h"
-#include "runtime/ops/fused_moe.h"
+// The run's state: moe_bench.h; the tuner's search: moe_tune.cpp; the device side (buffers,
+// timing, precompilation): moe_harness.h; the tuner's candidates: moe_candidates.h.
+#include "moe_bench.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <algorithm>
+#include <fmt/format.h>
+
 #include <map>
 #include <numeric>
-#include <optional>
 
 namespace specjit::bench {
 
-namespace {
-
 using namespace specjit::ops;
 
-constexpr double k_stream_bytes_per_s = 4.46e12;
-constexpr uint32_t k_tune_seed0 = 1000; // --tune-routings' fresh routings: seeds 1001, 1002, ...
+namespace {
 
 // The token counts of --tokens (all of k_tokens when absent); false on a bad value.
 bool parse_token_counts(const Flags& flags, std::vector<int64_t>& counts) {
@@ -65,395 +56,175 @@ bool parse_token_counts(const Flags& flags, std::vector<int64_t>& counts) {
   return true;
 }
 
-// One benchmark run: the device, the options from the flags, and what it reports.
-struct MoeBench {
-  runtime::Engine& engine;
-  const runtime::Driver& drv;
-  CUstream stream;
-  const MoeConfigTable* table; // --table, or nullptr
-  bool tune;
-  bool verbose; // --verbose: every candidate's time while tuning, on stderr
-  std::vector<int64_t> token_counts;
-  llvm::json::Array rows, crossover;
-  MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
-  MoeHandoff handoff = MoeHandoff::automatic;              // --handoff
-  MoeLaunchOrder launch_order = MoeLaunchOrder::automatic; // --launch-order
-  int routings = 0;                                        // --routings
-  int tune_routings = 1;                                   // --tune-routings
-  int64_t max_tokens = 0; // rows of the router logits (make_setup's)
-  bool packed = false;    // --packed: the weights in moe_pack_weights' layout
-  MoePackedReads packed_reads = MoePackedReads::automatic; // --packed-reads
-  std::string table_out = {}; // --tune: where the tuned table goes (--table-out)
+} // namespace
 
-  // The flags' choices for every fused_moe call of the run.
-  void set_choices(FusedMoeOptions& o) const {
-    o.handoff = handoff;
-    o.launch_order = launch_order;
-    o.packed_reads = packed_reads;
+void MoeBench::prepare(const MoeShape& s) {
+  std::vector<std::pair<int64_t, MoeTileConfig>> work;
+  for (int64_t tokens : token_counts) {
+    if (tune)
+      for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch(), weights()))
+        for (const MoeTileConfig& c : moe_candidate_configs(block))
+          for (const MoeTileConfig& form :
+               both_read_forms() ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
+            work.push_back({tokens, form});
+    if (table == nullptr || tune)
+      work.push_back(
+          {tokens,
+           must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config").config});
   }
+  if (!work.empty())
+    precompile(engine, s, work, weights(), packed_reads);
+}
 
-  MoeWeightLayout weights() const {
-    return packed ? MoeWeightLayout::packed : MoeWeightLayout::row_major;
+void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
+                       const FusedMoeOptions& options, const MoeTileConfig& chosen, double peer) {
+  const double layer_us = time_us(engine, drv, s, b, tokens, options, stream);
+  FusedMoeOptions gemms = options;
+  gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
+  const double gemm_us = time_us(engine, drv, s, b, tokens, gemms, stream);
+  // The same layer with GEMM2 in plain stream order (no programmatic launch), for the
+  // launch-gap comparison.
+  FusedMoeOptions plain = options;
+  plain.programmatic_launch = false;
+  const double layer_plain_us = time_us(engine, drv, s, b, tokens, plain, stream);
+  plain.stages = moe_stage_gemm1 | moe_stage_gemm2;
+  const double gemm_plain_us = time_us(engine, drv, s, b, tokens, plain, stream);
+  // Each GEMM alone (plain stream order), to show where the GEMM time goes.
+  plain.stages = moe_stage_gemm1;
+  const double gemm1_us = time_us(engine, drv, s, b, tokens, plain, stream);
+  plain.stages = moe_stage_gemm2;
+  const double gemm2_us = time_us(engine, drv, s, b, tokens, plain, stream);
+  const double eager_host_us = host_us(engine, drv, s, b, tokens, options, stream);
+  const int64_t distinct = distinct_experts(drv, b, s, tokens);
+  const double floor_us = floor_us_of(s, distinct);
+  const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
+  const double tflops = flops / (gemm_us * 1e-6) / 1e12;
+  llvm::outs() << fmt::format(
+      "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.1f} {:>6.0f}% "
+      "{:>8.1f} {:>9} {:>7}  {}\n",
+      model.name, moe_dtype_name(s.dtype).str(), tokens, gemm_us, gemm_plain_us, gemm1_us, gemm2_us,
+      layer_us, eager_host_us, 100.0 * floor_us / gemm_us, tflops,
+      peer > 0 ? fmt::format("{:.1f}", peer) : "-",
+      peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
+  llvm::outs().flush();
+  llvm::json::Object row{{"model", model.name},
+                         {"dtype", moe_dtype_name(s.dtype)},
+                         {"tokens", tokens},
+                         {"experts", s.experts},
+                         {"top_k", s.top_k},
+                         {"hidden", s.hidden},
+                         {"intermediate", s.intermediate},
+                         {"gemm_us", gemm_us},
+                         {"layer_us", layer_us},
+                         {"gemm_us_without_pdl", gemm_plain_us},
+                         {"gemm1_alone_us", gemm1_us},
+                         {"gemm2_alone_us", gemm2_us},
+                         {"layer_us_without_pdl", layer_plain_us},
+                         {"eager_host_us", eager_host_us},
+                         {"distinct_experts", distinct},
+                         {"floor_us", floor_us},
+                         {"fraction_of_floor", floor_us / gemm_us},
+                         {"tflops", tflops},
+                         {"config", chosen.describe()}};
+  if (peer > 0) {
+    row["peer_gemm_us"] = peer;
+    row["speedup_vs_peer"] = peer / gemm_us;
   }
+  if (routings > 0)
+    row["routing_samples"] = measure_routings(s, b, tokens, gemms, peer);
+  rows.push_back(std::move(row));
+}
 
-  // A tune on packed weights with no --packed-reads times each wgmma tile in both read forms.
-  bool both_read_forms() const { return packed && packed_reads == MoePackedReads::automatic; }
-
-  bool selected(int64_t tokens) const {
-    return std::find(token_counts.begin(), token_counts.end(), tokens) != token_counts.end();
+llvm::json::Object MoeBench::measure_routings(const MoeShape& s, const Buffers& b, int64_t tokens,
+                                              const FusedMoeOptions& gemms, double peer) {
+  FusedMoeOptions layer = gemms;
+  layer.stages = moe_stage_all;
+  std::vector<double> us;
+  std::vector<int64_t> distinct;
+  for (int r = 1; r <= routings; ++r) {
+    set_router_logits(drv, b, s, tokens, static_cast<uint32_t>(r));
+    must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "routing sample");
+    distinct.push_back(distinct_experts(drv, b, s, tokens));
+    us.push_back(time_us(engine, drv, s, b, tokens, gemms, stream));
   }
+  set_router_logits(drv, b, s, max_tokens, k_routing_seed);
+  must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "fixed routing");
+  const double gemm_mean = std::accumulate(us.begin(), us.end(), 0.0) / routings;
+  const double distinct_mean = std::accumulate(distinct.begin(), distinct.end(), 0.0) / routings;
+  const double floor_mean = floor_us_of(s, distinct_mean);
+  const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+  llvm::outs() << fmt::format(
+      "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
+      "floor {:.0f}%{}\n",
+      "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_mean, 100.0 * floor_mean / gemm_mean,
+      peer > 0 ? fmt::format(", {:.2f}x peer", peer / gemm_mean) : "");
+  llvm::outs().flush();
+  llvm::json::Object result{{"samples", routings},
+                            {"seeds", fmt::format("1..{}", routings)},
+                            {"gemm_us_mean", gemm_mean},
+                            {"gemm_us_min", *lo},
+                            {"gemm_us_max", *hi},
+                            {"distinct_experts_mean", distinct_mean},
+                            {"floor_us_mean", floor_mean},
+                            {"fraction_of_floor", floor_mean / gemm_mean},
+                            {"gemm_us", llvm::json::Array(us)},
+                            {"distinct_experts", llvm::json::Array(distinct)}};
+  if (peer > 0)
+    result["speedup_vs_peer"] = peer / gemm_mean;
+  return result;
+}
 
-  // Compiles every configuration this shape's run will launch, on all cores (a tune on packed
-  // weights: each wgmma tile in both read forms, as time_alone times them).
-  void prepare(const MoeShape& s) {
-    std::vector<std::pair<int64_t, MoeTileConfig>> work;
-    for (int64_t tokens : token_counts) {
-      if (tune)
-        for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch(), weights()))
-          for (const MoeTileConfig& c : moe_candidate_configs(block))
-            for (const MoeTileConfig& form :
-                 both_read_forms() ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
-              work.push_back({tokens, form});
-      if (table == nullptr || tune)
-        work.push_back(
-            {tokens, must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config")
-                         .config});
+void MoeBench::run_shape(const Model& model, MoeDType dtype) {
+  MoeShape s = model.shape;
+  s.dtype = dtype;
+  Setup setup = make_setup(drv, s, 4096);
+  max_tokens = setup.max_tokens;
+  if (packed)
+    pack_weights(engine, drv, s, *setup.buffers);
+  // --packed tunes the shape's packed entry, which starts from the row-major one if it has none.
+  MoeConfigEntry entry{s, engine.arch(), {}, weights()};
+  if (const MoeConfigEntry* base = table ? table->find(s, engine.arch(), weights()) : nullptr)
+    entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
+  prepare(s);
+  for (size_t i = 0; i < std::size(k_tokens); ++i) {
+    const int64_t tokens = k_tokens[i];
+    if (!selected(tokens))
+      continue;
+    FusedMoeOptions options;
+    options.table = table;
+    set_choices(options);
+    MoeTileConfig chosen =
+        must(resolve_moe_config(s, tokens, engine.arch(), options.table, weights()), "config")
+            .config;
+    if (tune) {
+      chosen = tune_bucket(model, s, *setup.buffers, tokens, chosen);
+      auto at = std::find_if(entry.buckets.begin(), entry.buckets.end(),
+                             [&](const MoeConfigBucket& b) { return b.max_tokens >= tokens; });
+      if (at != entry.buckets.end() && at->max_tokens == tokens)
+        at->config = chosen;
+      else
+        entry.buckets.insert(at, {tokens, chosen});
+      options.config = chosen;
     }
-    if (!work.empty())
-      precompile(engine, s, work, weights(), packed_reads);
+    measure(model, s, *setup.buffers, tokens, options, chosen,
+            dtype == MoeDType::fp8 ? model.peer_us[i] : 0.0);
   }
+  if (!tune)
+    return;
+  auto same =
+      std::find_if(tuned.entries.begin(), tuned.entries.end(), [&](const MoeConfigEntry& e) {
+        return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights;
+      });
+  if (same != tuned.entries.end())
+    *same = std::move(entry);
+  else
+    tuned.entries.push_back(std::move(entry));
+  // Written after every shape too, so that a tune cut short keeps the shapes it finished (a
+  // failure is reported here; the write at the end decides the exit status).
+  save_tuned_table();
+}
 
-  // A candidate the device or the compiler rejects: reported, then skipped (never fatal).
-  static void report_failed(const MoeTileConfig& config, int64_t tokens, llvm::Error err) {
-    llvm::errs() << "specjit-bench moe: candidate " << config.describe() << " at T=" << tokens
-                 << " failed: " << llvm::toString(std::move(err)) << "\n";
-  }
-
-  // Median µs of `config` running `stages` at `tokens`, or nothing when the device rejects the
-  // configuration (reported and skipped, never fatal). One whole layer runs first: the GEMMs
-  // read the grouping of the configuration's block_m, and GEMM2 GEMM1's output.
-  std::optional<double> time_config(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                    const MoeTileConfig& config, unsigned stages,
-                                    bool programmatic) {
-    FusedMoeOptions o;
-    o.config = config;
-    o.programmatic_launch = programmatic;
-    set_choices(o);
-    llvm::Error err = fused_moe(engine, s, tensors(b, s, tokens), o, stream);
-    o.stages = stages;
-    if (err) {
-      report_failed(config, tokens, std::move(err));
-      must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
-      return std::nullopt;
-    }
-    return time_us(engine, drv, s, b, tokens, o, stream);
-  }
-
-  // `block`'s tiles of GEMM `gemm`, each timed alone (plain stream order), fastest first; tiles
-  // whose variant spills or has a wgmma diagnostic are left out (moe_gemm_compiles_clean). On
-  // packed weights (--packed without --packed-reads) each wgmma tile is timed reading them by
-  // bulk copies and through the map, and ranked in its faster form (the table's "reads").
-  std::vector<GemmTile> time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                   const MoeCandidateBlock& block, int gemm) {
-    std::vector<std::pair<double, GemmTile>> timed;
-    for (const GemmTile& tile : gemm == 1 ? block.gemm1 : block.gemm2) {
-      const std::vector<GemmTile> forms =
-          both_read_forms() ? moe_read_forms(tile) : std::vector<GemmTile>{tile};
-      std::optional<std::pair<double, GemmTile>> fastest;
-      for (const GemmTile& t : forms) {
-        const MoeTileConfig c{block.block_m, gemm == 1 ? t : block.gemm1[0],
-                              gemm == 1 ? block.gemm2[0] : t};
-        // Never a variant that spills or whose wgmmas ptxas serialized (the table's must not).
-        auto clean = moe_gemm_compiles_clean(engine, s, c, gemm, tokens, weights(), packed_reads);
-        if (!clean) {
-          report_failed(c, tokens, clean.takeError());
-          continue;
-        }
-        if (!*clean) {
-          if (verbose)
-            llvm::errs() << fmt::format("  gemm{} T={:<5} m{:<3}   skipped (spills or C75xx)  {}\n",
-                                        gemm, tokens, block.block_m, t.describe());
-          continue;
-        }
-        const auto us =
-            time_config(s, b, tokens, c, gemm == 1 ? moe_stage_gemm1 : moe_stage_gemm2, false);
-        if (!us)
-          continue;
-        if (verbose)
-          llvm::errs() << fmt::format("  gemm{} T={:<5} m{:<3} {:>9.1f} us  {}\n", gemm, tokens,
-                                      block.block_m, *us, t.describe());
-        if (!fastest || *us < fastest->first)
-          fastest = {*us, t};
-      }
-      if (fastest)
-        timed.push_back(*fastest);
-    }
-    std::stable_sort(timed.begin(), timed.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::vector<GemmTile> ranked;
-    for (const auto& [us, tile] : timed)
-      ranked.push_back(tile);
-    return ranked;
-  }
-
-  // GEMM µs of the pair `c` at `tokens`: on the fixed routing, or with --tune-routings R the
-  // mean over it and R - 1 fresh ones (seeds k_tune_seed0 + 1 ..), so that a block size that only
-  // fits the fixed routing's largest expert does not win (an expert past the block takes a
-  // second block and reads its weights twice). Seeds apart from --routings' 1..N, so that a
-  // table is not measured on the routings it was tuned on. The fixed routing is back in place
-  // afterwards.
-  std::optional<double> pair_us(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                const MoeTileConfig& c) {
-    const unsigned stages = moe_stage_gemm1 | moe_stage_gemm2;
-    if (tune_routings <= 1)
-      return time_config(s, b, tokens, c, stages, true);
-    double sum = 0;
-    std::optional<double> us;
-    for (int r = 0; r < tune_routings; ++r) {
-      set_router_logits(drv, b, s, tokens,
-                        r == 0 ? k_routing_seed : k_tune_seed0 + static_cast<uint32_t>(r));
-      us = time_config(s, b, tokens, c, stages, true);
-      if (!us)
-        break;
-      sum += *us;
-    }
-    set_router_logits(drv, b, s, max_tokens, k_routing_seed);
-    if (!us)
-      return std::nullopt;
-    return sum / tune_routings;
-  }
-
-  // Tunes the bucket of `tokens` (GEMM-only time, moe_candidates.h): per block size each GEMM's
-  // tiles alone, then together the pairs moe_tune_pairs picks from them and `chosen` (the rule's
-  // or the table's configuration), each pair by pair_us. Returns the fastest pair and records
-  // the best of each family in the crossover report.
-  MoeTileConfig tune_bucket(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
-                            MoeTileConfig chosen) {
-    std::vector<MoeTileConfig> pairs = {chosen};
-    for (const MoeCandidateBlock& block : moe_candidates(s, tokens, engine.arch(), weights())) {
-      const std::vector<GemmTile> gemm1 = time_alone(s, b, tokens, block, 1);
-      const std::vector<GemmTile> gemm2 = time_alone(s, b, tokens, block, 2);
-      moe_tune_pairs(block.block_m, gemm1, gemm2, pairs);
-    }
-    double best = 1e30;
-    std::map<std::string, std::pair<double, std::string>> best_of; // per family
-    for (const MoeTileConfig& c : pairs) {
-      const auto us = pair_us(s, b, tokens, c);
-      if (!us)
-        continue;
-      if (verbose)
-        llvm::errs() << fmt::format("  pair  T={:<5} {:>9.1f} us  {}\n", tokens, *us, c.describe());
-      auto& slot = best_of[moe_family(c)];
-      if (slot.second.empty() || *us < slot.first)
-        slot = {*us, c.describe()};
-      if (*us < best) {
-        best = *us;
-        chosen = c;
-      }
-    }
-    llvm::json::Object cross{
-        {"model", model.name},
-        {"dtype", moe_dtype_name(s.dtype)},
-        {"tokens", tokens},
-        {"tokens_per_expert", static_cast<double>(tokens * s.top_k) / s.experts},
-        {"winner", moe_family(chosen)}};
-    for (const auto& [name, result] : best_of)
-      cross[name] = llvm::json::Object{{"gemm_us", result.first}, {"config", result.second}};
-    crossover.push_back(std::move(cross));
-    return chosen;
-  }
-
-  // The layer and its GEMMs with `options`, with and without PDL, each GEMM alone; prints the
-  // row and records it. peer: vLLM's GEMM µs at this T (0: none).
-  void measure(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
-               const FusedMoeOptions& options, const MoeTileConfig& chosen, double peer) {
-    const double layer_us = time_us(engine, drv, s, b, tokens, options, stream);
-    FusedMoeOptions gemms = options;
-    gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
-    const double gemm_us = time_us(engine, drv, s, b, tokens, gemms, stream);
-    // The same layer with GEMM2 in plain stream order (no programmatic launch), for the
-    // launch-gap comparison.
-    FusedMoeOptions plain = options;
-    plain.programmatic_launch = false;
-    const double layer_plain_us = time_us(engine, drv, s, b, tokens, plain, stream);
-    plain.stages = moe_stage_gemm1 | moe_stage_gemm2;
-    const double gemm_plain_us = time_us(engine, drv, s, b, tokens, plain, stream);
-    // Each GEMM alone (plain stream order), to show where the GEMM time goes.
-    plain.stages = moe_stage_gemm1;
-    const double gemm1_us = time_us(engine, drv, s, b, tokens, plain, stream);
-    plain.stages = moe_stage_gemm2;
-    const double gemm2_us = time_us(engine, drv, s, b, tokens, plain, stream);
-    const double eager_host_us = host_us(engine, drv, s, b, tokens, options, stream);
-    const int64_t distinct = distinct_experts(drv, b, s, tokens);
-    const double floor_us = floor_us_of(s, distinct);
-    const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
-    const double tflops = flops / (gemm_us * 1e-6) / 1e12;
-    llvm::outs() << fmt::format(
-        "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.1f} {:>6.0f}% "
-        "{:>8.1f} {:>9} {:>7}  {}\n",
-        model.name, moe_dtype_name(s.dtype).str(), tokens, gemm_us, gemm_plain_us, gemm1_us,
-        gemm2_us, layer_us, eager_host_us, 100.0 * floor_us / gemm_us, tflops,
-        peer > 0 ? fmt::format("{:.1f}", peer) : "-",
-        peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
-    llvm::outs().flush();
-    llvm::json::Object row{{"model", model.name},
-                           {"dtype", moe_dtype_name(s.dtype)},
-                           {"tokens", tokens},
-                           {"experts", s.experts},
-                           {"top_k", s.top_k},
-                           {"hidden", s.hidden},
-                           {"intermediate", s.intermediate},
-                           {"gemm_us", gemm_us},
-                           {"layer_us", layer_us},
-                           {"gemm_us_without_pdl", gemm_plain_us},
-                           {"gemm1_alone_us", gemm1_us},
-                           {"gemm2_alone_us", gemm2_us},
-                           {"layer_us_without_pdl", layer_plain_us},
-                           {"eager_host_us", eager_host_us},
-                           {"distinct_experts", distinct},
-                           {"floor_us", floor_us},
-                           {"fraction_of_floor", floor_us / gemm_us},
-                           {"tflops", tflops},
-                           {"config", chosen.describe()}};
-    if (peer > 0) {
-      row["peer_gemm_us"] = peer;
-      row["speedup_vs_peer"] = peer / gemm_us;
-    }
-    if (routings > 0)
-      row["routing_samples"] = measure_routings(s, b, tokens, gemms, peer);
-    rows.push_back(std::move(row));
-  }
-
-  // The weight-streaming floor of `distinct` experts (a mean over routings too: the floor is
-  // linear in it): their w13 + w2 bytes at 4.46 TB/s.
-  static double floor_us_of(const MoeShape& s, double distinct) {
-    const double expert_bytes =
-        (3.0 * s.intermediate * s.hidden) * (s.dtype == MoeDType::fp8 ? 1 : 2);
-    return distinct * expert_bytes / k_stream_bytes_per_s * 1e6;
-  }
-
-  // GEMM µs (`gemms`: GEMM1 + GEMM2 as the row's figure) over `routings` fresh routings of
-  // `tokens` tokens (seeds 1..routings), each routed by one whole layer call and then timed like
-  // the row; prints and returns their mean, spread and mean floor. The fixed routing's logits
-  // are put back afterwards, so every other row stays on them.
-  llvm::json::Object measure_routings(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                      const FusedMoeOptions& gemms, double peer) {
-    FusedMoeOptions layer = gemms;
-    layer.stages = moe_stage_all;
-    std::vector<double> us;
-    std::vector<int64_t> distinct;
-    for (int r = 1; r <= routings; ++r) {
-      set_router_logits(drv, b, s, tokens, static_cast<uint32_t>(r));
-      must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "routing sample");
-      distinct.push_back(distinct_experts(drv, b, s, tokens));
-      us.push_back(time_us(engine, drv, s, b, tokens, gemms, stream));
-    }
-    set_router_logits(drv, b, s, max_tokens, k_routing_seed);
-    must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "fixed routing");
-    const double gemm_mean = std::accumulate(us.begin(), us.end(), 0.0) / routings;
-    const double distinct_mean = std::accumulate(distinct.begin(), distinct.end(), 0.0) / routings;
-    const double floor_mean = floor_us_of(s, distinct_mean);
-    const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
-    llvm::outs() << fmt::format(
-        "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
-        "floor {:.0f}%{}\n",
-        "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_mean,
-        100.0 * floor_mean / gemm_mean,
-        peer > 0 ? fmt::format(", {:.2f}x peer", peer / gemm_mean) : "");
-    llvm::outs().flush();
-    llvm::json::Object result{{"samples", routings},
-                              {"seeds", fmt::format("1..{}", routings)},
-                              {"gemm_us_mean", gemm_mean},
-                              {"gemm_us_min", *lo},
-                              {"gemm_us_max", *hi},
-                              {"distinct_experts_mean", distinct_mean},
-                              {"floor_us_mean", floor_mean},
-                              {"fraction_of_floor", floor_mean / gemm_mean},
-                              {"gemm_us", llvm::json::Array(us)},
-                              {"distinct_experts", llvm::json::Array(distinct)}};
-    if (peer > 0)
-      result["speedup_vs_peer"] = peer / gemm_mean;
-    return result;
-  }
-
-  // Every selected token count of one model and dtype; --tune records the shape's entry.
-  void run_shape(const Model& model, MoeDType dtype) {
-    MoeShape s = model.shape;
-    s.dtype = dtype;
-    Setup setup = make_setup(drv, s, 4096);
-    max_tokens = setup.max_tokens;
-    if (packed)
-      pack_weights(engine, drv, s, *setup.buffers);
-    // --packed tunes the shape's packed entry, which starts from the row-major one if it has none.
-    MoeConfigEntry entry{s, engine.arch(), {}, weights()};
-    if (const MoeConfigEntry* base = table ? table->find(s, engine.arch(), weights()) : nullptr)
-      entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
-    prepare(s);
-    for (size_t i = 0; i < std::size(k_tokens); ++i) {
-      const int64_t tokens = k_tokens[i];
-      if (!selected(tokens))
-        continue;
-      FusedMoeOptions options;
-      options.table = table;
-      set_choices(options);
-      MoeTileConfig chosen =
-          must(resolve_moe_config(s, tokens, engine.arch(), options.table, weights()), "config")
-              .config;
-      if (tune) {
-        chosen = tune_bucket(model, s, *setup.buffers, tokens, chosen);
-        auto at = std::find_if(entry.buckets.begin(), entry.buckets.end(),
-                               [&](const MoeConfigBucket& b) { return b.max_tokens >= tokens; });
-        if (at != entry.buckets.end() && at->max_tokens == tokens)
-          at->config = chosen;
-        else
-          entry.buckets.insert(at, {tokens, chosen});
-        options.config = chosen;
-      }
-      measure(model, s, *setup.buffers, tokens, options, chosen,
-              dtype == MoeDType::fp8 ? model.peer_us[i] : 0.0);
-    }
-    if (!tune)
-      return;
-    auto same =
-        std::find_if(tuned.entries.begin(), tuned.entries.end(), [&](const MoeConfigEntry& e) {
-          return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights;
-        });
-    if (same != tuned.entries.end())
-      *same = std::move(entry);
-    else
-      tuned.entries.push_back(std::move(entry));
-    // Written after every shape too, so that a tune cut short keeps the shapes it finished (a
-    // failure is reported here; the write at the end decides the exit status).
-    save_tuned_table();
-  }
-
-  // --tune's table, to --table-out: through a temporary file renamed over it, so that a run
-  // stopped while writing leaves the previous table whole.
-  bool save_tuned_table() const {
-    llvm::Error err = llvm::writeToOutput(table_out, [&](llvm::raw_ostream& os) {
-      os << llvm::formatv("{0:2}", moe_config_table_to_json(tuned)) << "\n";
-      return llvm::Error::success();
-    });
-    if (err) {
-      llvm::errs() << "specjit-bench moe: cannot write " << table_out << ": "
-                   << llvm::toString(std::move(err)) << "\n";
-      return false;
-    }
-    llvm::outs() << "tuned table written to " << table_out << "\n";
-    return true;
-  }
-
-  // --tune's outputs at the end: the table, and the crossover report.
-  bool write_tuned(const Flags& flags) {
-    if (!save_tuned_table())
-      return false;
-    const std::string cross_path = flags.get("--crossover", "docs/bench/moe-crossover-h200.json");
-    return write_report(cross_path,
-                        llvm::json::Object{{"kernel", "fused_moe GEMM1+GEMM2"},
-                                           {"what", "best GEMM-only us per orientation family"},
-                                           {"rows", std::move(crossover)}});
-  }
-};
+namespace {
 
 // The value of flag `name`, one of `choices` (the first is the default); false, with a message
 // naming the choices, for any other.
