@@ -216,9 +216,9 @@ std::string GemmTile::describe() const {
                        : dynamic() ? " dyn"
                                    : "",
                        f16_tokens ? " f16" : "",
-                       packed_reads == MoePackedReads::automatic ? ""
-                       : packed_reads == MoePackedReads::bulk    ? " bulk"
-                                                                 : " map");
+                       packed_reads == MoePackedReads::automatic
+                           ? ""
+                           : " " + moe_packed_reads_name(packed_reads).str());
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 
@@ -267,6 +267,18 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
   if (dynamic <= k_default_limit && dynamic + fixed > k_default_limit)
     return k_default_limit + 16;
   return dynamic;
+}
+
+llvm::StringRef moe_packed_reads_name(MoePackedReads reads) {
+  switch (reads) {
+  case MoePackedReads::automatic:
+    return "automatic";
+  case MoePackedReads::bulk:
+    return "bulk";
+  case MoePackedReads::tensor_map:
+    return "map";
+  }
+  return "automatic";
 }
 
 llvm::StringRef moe_weight_layout_name(MoeWeightLayout layout) {

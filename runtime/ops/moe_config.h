@@ -63,6 +63,8 @@ enum class MoeSchedule { fixed, stream_k, dynamic };
 // entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures it;
 // FusedMoeOptions::packed_reads overrides both (tests, benchmarks).
 enum class MoePackedReads { automatic, bulk, tensor_map };
+// Its name in a table and in GemmTile::describe: "automatic", "bulk", "map".
+llvm::StringRef moe_packed_reads_name(MoePackedReads reads);
 
 // One GEMM's tile. block_n counts weight rows per tile (GEMM1: gate and up rows together, so
 // block_n / 2 output columns).

@@ -54,9 +54,10 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
     // Packed weights' reads: "reads": "bulk" or "map" (absent: the rule's).
     if (const llvm::json::Value* reads = object->get("reads")) {
       const auto name = reads->getAsString();
-      if (name && *name == "bulk")
+      auto named = [&](MoePackedReads r) { return name && *name == moe_packed_reads_name(r); };
+      if (named(MoePackedReads::bulk))
         tile.packed_reads = MoePackedReads::bulk;
-      else if (name && *name == "map")
+      else if (named(MoePackedReads::tensor_map))
         tile.packed_reads = MoePackedReads::tensor_map;
       else
         return make_error(Errc::invalid_argument,
@@ -110,7 +111,7 @@ llvm::json::Object tile_json(const GemmTile& t) {
     if (t.f16_tokens)
       o["f16_tokens"] = true;
     if (t.packed_reads != MoePackedReads::automatic)
-      o["reads"] = t.packed_reads == MoePackedReads::bulk ? "bulk" : "map";
+      o["reads"] = moe_packed_reads_name(t.packed_reads);
     return o;
   }
   return llvm::json::Object{

@@ -424,9 +424,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
       // packed through a tensor map; the same bytes where wgmma tiles read packed weights,
       // refused (naming them) where a tile cannot.
       const MoeTileConfig& c = resolved->config;
-      const bool readable = c.gemm1.kernel == MoeGemmKernel::wgmma &&
-                            c.gemm2.kernel == MoeGemmKernel::wgmma && c.gemm1.block_n % 64 == 0 &&
-                            c.gemm2.block_n % 32 == 0;
+      const bool readable = moe_tile_reads_packed(1, c.gemm1) && moe_tile_reads_packed(2, c.gemm2);
       for (auto [layout, reads] :
            {std::pair{MoeWeightLayout::row_major, MoePackedReads::automatic},
             std::pair{MoeWeightLayout::packed, MoePackedReads::bulk},
