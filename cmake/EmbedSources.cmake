@@ -1,13 +1,22 @@
-# specjit_embed_sources(OUTPUT <cpp> ROOT <dir> FILES <relative paths...>)
-# Generates a C++ file holding every listed kernel source as a byte array, so the library needs
-# no file paths and no CUDA headers at run time. Regenerated whenever a source changes.
+# specjit_embed_sources(OUTPUT <cpp> ROOT <dir> FILES <relative paths...>
+#                       [NAMESPACE <ns> FUNCTION <name>])
+# Generates a C++ file holding every listed file as a byte array, so the library needs no file
+# paths (and no CUDA headers) at run time, and a function `ns::name()` returning them as
+# jit::EmbeddedFile (jit/embedded_sources.h); by default specjit::jit::embedded_files(), the
+# kernel sources. Regenerated whenever a listed file changes.
 function(specjit_embed_sources)
-  cmake_parse_arguments(ARG "" "OUTPUT;ROOT" "FILES" ${ARGN})
+  cmake_parse_arguments(ARG "" "OUTPUT;ROOT;NAMESPACE;FUNCTION" "FILES" ${ARGN})
+  if(NOT ARG_NAMESPACE)
+    set(ARG_NAMESPACE specjit::jit)
+  endif()
+  if(NOT ARG_FUNCTION)
+    set(ARG_FUNCTION embedded_files)
+  endif()
   set(inputs "")
   foreach(f IN LISTS ARG_FILES)
     # The names become C string literals and NVRTC header names: keep them plain.
     if(NOT f MATCHES "^[A-Za-z0-9_./+-]+$")
-      message(FATAL_ERROR "kernels_src/${f}: file names may only use [A-Za-z0-9_./+-]")
+      message(FATAL_ERROR "${ARG_ROOT}/${f}: file names may only use [A-Za-z0-9_./+-]")
     endif()
     list(APPEND inputs ${ARG_ROOT}/${f})
   endforeach()
@@ -16,8 +25,8 @@ function(specjit_embed_sources)
   add_custom_command(
     OUTPUT ${ARG_OUTPUT}
     COMMAND ${CMAKE_COMMAND} -DOUTPUT=${ARG_OUTPUT} -DROOT=${ARG_ROOT} -DFILES=${files_joined}
-            -P ${PROJECT_SOURCE_DIR}/cmake/embed_sources_script.cmake
+            -DNAMESPACE=${ARG_NAMESPACE} -DFUNCTION=${ARG_FUNCTION} -P ${PROJECT_SOURCE_DIR}/cmake/embed_sources_script.cmake
     DEPENDS ${inputs} ${PROJECT_SOURCE_DIR}/cmake/embed_sources_script.cmake
-    COMMENT "Embedding kernel sources into ${ARG_OUTPUT}"
+    COMMENT "Embedding ${ARG_ROOT} files into ${ARG_OUTPUT}"
     VERBATIM)
 endfunction()

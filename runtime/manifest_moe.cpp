@@ -51,9 +51,10 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 //             "arch": "sm_90a", "config_table": "moe-configs-h200.json", "weights": "packed"}]
 // intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
 // kernel of the layer x every token-count bucket's tile configuration (docs/moe.md), from the
-// tuned table when one is named (a path relative to the manifest's folder), else the default
-// rule: the variants the runtime will dispatch to with the same table (and weights: the table's
-// entry for that layout, "row_major" by default).
+// tuned table when one is named (a path relative to the manifest's folder), else the built-in
+// one (runtime/ops/moe_builtin_table.h; the default rule for shapes it lacks): the variants the
+// runtime will dispatch to with the same table (and weights: the table's entry for that layout,
+// "row_major" by default).
 llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantRequest>& out) {
   if (auto err = model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
                              "renormalize", "num_tokens", "arch", "config_table", "weights"}))

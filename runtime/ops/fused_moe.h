@@ -19,6 +19,7 @@
 
 #include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
+#include "runtime/ops/moe_builtin_table.h"
 #include "runtime/ops/moe_config.h"
 #include "runtime/tensor.h"
 
@@ -87,7 +88,9 @@ enum class MoeLaunchOrder { automatic, grouped, block_major };
 
 struct FusedMoeOptions {
   bool renormalize = true;
-  const MoeConfigTable* table = nullptr;  // tuned table; nullptr: default rule
+  // The tuned table: by default the built-in one (H200-tuned entries for the reference shapes on
+  // sm_90a, runtime/ops/moe_builtin_table.h); nullptr: the default rule for every shape.
+  const MoeConfigTable* table = &builtin_moe_config_table();
   std::optional<MoeTileConfig> config;    // forces one configuration (tuning)
   unsigned stages = moe_stage_all;
   // wgmma GEMM2 launched as a programmatic dependent of GEMM1 (PDL; when this call runs

@@ -37,7 +37,8 @@ int64_t value_of(const VariantRequest& r, const std::string& name) {
 } // namespace
 
 TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
-  auto requests = parse(R"({"models": [{"type": "moe", "experts": 128, "top_k": 8,
+  // 64 experts: a shape the built-in table lacks, so the default rule's buckets.
+  auto requests = parse(R"({"models": [{"type": "moe", "experts": 64, "top_k": 8,
       "hidden": 2048, "intermediate": 768, "dtype": "fp8"}]})");
   std::map<std::string, int> per_kernel;
   std::set<std::vector<int64_t>> gemm1_configs;
@@ -59,7 +60,7 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   CHECK(per_kernel.count("moe_gemm1_fp8") == 0); // sm_90a: wgmma at every bucket
   // One GEMM variant per distinct configuration among the default buckets.
   std::set<std::vector<int64_t>> expected;
-  ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
+  ops::MoeShape shape{64, 8, 2048, 768, ops::MoeDType::fp8};
   std::set<int> block_ms;
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
@@ -174,6 +175,22 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
   }
   CHECK(derived == expected);
   CHECK(copy == f16_tokens);
+  // Without config_table the model derives the built-in table's variants: the same table, built in.
+  std::string text = test::read_file(path);
+  const std::string named = R"("config_table": "../../moe-configs-h200.json")";
+  const size_t at = text.find(named);
+  REQUIRE(at != std::string::npos);
+  const size_t comma = text.rfind(',', at); // the field's separator before it
+  text.erase(comma, at + named.size() - comma);
+  auto builtin = parse_manifest(text, path);
+  REQUIRE_MESSAGE(static_cast<bool>(builtin), llvm::toString(builtin.takeError()));
+  auto ids = [](const std::vector<VariantRequest>& list) {
+    std::set<std::pair<std::string, std::vector<int64_t>>> out;
+    for (const VariantRequest& r : list)
+      out.insert({r.def.id, r.values});
+    return out;
+  };
+  CHECK(ids(*builtin) == ids(*requests));
 }
 
 TEST_CASE("a moe model's config_table must be a readable, valid table") {

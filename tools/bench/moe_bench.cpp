@@ -11,8 +11,9 @@
 //            after each shape, so a run cut short keeps the shapes it finished) and the swap-AB
 //            vs normal crossover (best of each orientation per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
-//   --table  uses a tuned table instead of the default rule
-//   --tokens only some of the token counts (a partial re-tune with --tune --table)
+//   --table  runs a tuned table file instead of the built-in one (runtime/ops/moe_builtin_table.h);
+//            --no-table: the default rule
+//   --tokens only some of the token counts (with --tune: a partial re-tune of the table)
 //   --routings N  also GEMM µs averaged over N fresh random routings per token count, as the
 //            peer's benchmark averages over a fresh routing per timed replay; the main figures
 //            use one fixed routing (seed 42), which at small T may hit more or fewer experts
@@ -253,18 +254,20 @@ int run_moe_bench(int argc, char** argv) {
                    {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
                     "--tokens", "--handoff", "--launch-order", "--routings", "--tune-routings",
                     "--packed-reads"},
-                   {"--help", "--tune", "--verbose", "--packed"}, flags))
+                   {"--help", "--tune", "--verbose", "--packed", "--no-table"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs()
-        << "usage: specjit-bench moe [--json PATH] [--table PATH] [--tune "
+        << "usage: specjit-bench moe [--json PATH] [--table PATH | --no-table] [--tune "
            "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
            "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
            "                         [--launch-order automatic|grouped|block-major]\n"
            "                         [--routings N] [--tune-routings R]\n"
            "                         [--packed [--packed-reads automatic|bulk|map]]\n"
-           "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune\n"
-           "             and --table, the table's other buckets are kept as they are\n"
+           "  --table    the tuned table to run and to start --tune from (default: the built-in\n"
+           "             one, docs/moe-configs-h200.json as built); --no-table: the default rule\n"
+           "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune,\n"
+           "             the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
            "  --table-out  with --tune, where the table goes, written after each shape\n"
            "  --handoff  GEMM2 takes each token block once GEMM1 has written it: FP8 from 32\n"
@@ -318,9 +321,14 @@ int run_moe_bench(int argc, char** argv) {
   CUstream stream = nullptr;
   must(drv.check(drv.cuStreamCreate(&stream, 0), "cuStreamCreate"), "stream");
 
-  MoeConfigTable table;
-  const bool use_table = !flags.get("--table", "").empty(); // a value flag: has() is for switches
-  if (use_table) {
+  const bool table_file = !flags.get("--table", "").empty(); // a value flag: has() is for switches
+  const bool use_table = !flags.has("--no-table");
+  if (table_file && !use_table) {
+    llvm::errs() << "specjit-bench moe: --table and --no-table exclude each other\n";
+    return 2;
+  }
+  MoeConfigTable table = use_table ? builtin_moe_config_table() : MoeConfigTable{};
+  if (table_file) {
     auto buffer =
         must(llvm::errorOrToExpected(llvm::MemoryBuffer::getFile(flags.get("--table", ""))),
              "read table");

@@ -29,7 +29,7 @@ struct MoeBench {
   runtime::Engine& engine;
   const runtime::Driver& drv;
   CUstream stream;
-  const ops::MoeConfigTable* table; // --table, or nullptr
+  const ops::MoeConfigTable* table; // --table, else the built-in one; nullptr: --no-table
   bool tune;
   bool verbose; // --verbose: every candidate's time while tuning, on stderr
   std::vector<int64_t> token_counts;

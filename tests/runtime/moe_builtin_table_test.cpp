@@ -1,0 +1,102 @@
+// The built-in MoE table (runtime/ops/moe_builtin_table.h): the tuner's table as built, and
+// fused_moe's default unless the caller names another table or none.
+#include "runtime/ops/moe_builtin_table.h"
+
+#include "runtime/ops/fused_moe.h"
+
+#include "test_support.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace specjit;
+using namespace specjit::ops;
+
+namespace {
+
+const Arch k_sm90a{9, 0, true};
+
+const MoeShape k_reference_shapes[] = {{128, 8, 2048, 768, MoeDType::fp8},
+                                       {8, 2, 4096, 14336, MoeDType::fp8},
+                                       {256, 8, 7168, 256, MoeDType::fp8}};
+
+std::set<std::pair<std::string, std::vector<int64_t>>> variants(const MoeShape& shape,
+                                                                const FusedMoeOptions& options,
+                                                                int64_t tokens,
+                                                                MoeWeightLayout weights) {
+  auto requests = fused_moe_variants(shape, options, k_sm90a, {tokens}, weights);
+  REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
+  std::set<std::pair<std::string, std::vector<int64_t>>> out;
+  for (const runtime::VariantRequest& r : *requests)
+    out.insert({r.def.id, r.values});
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("the built-in MoE table is docs/moe-configs-h200.json, byte for byte") {
+  const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
+  CHECK(builtin_moe_config_table_json() == llvm::StringRef(test::read_file(path)));
+  auto parsed = parse_moe_config_table(builtin_moe_config_table_json());
+  REQUIRE_MESSAGE(static_cast<bool>(parsed), llvm::toString(parsed.takeError()));
+  const MoeConfigTable& table = builtin_moe_config_table();
+  CHECK(table.entries.size() == parsed->entries.size());
+  // Each reference shape has an entry of each weight layout, and every bucket of every entry is a
+  // configuration the kernels can run (resolve_moe_config checks it).
+  for (const MoeShape& shape : k_reference_shapes)
+    for (MoeWeightLayout weights : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
+      const MoeConfigEntry* entry = table.find(shape, k_sm90a, weights);
+      REQUIRE(entry != nullptr);
+      CHECK(entry->weights == weights);
+      for (const MoeConfigBucket& bucket : entry->buckets) {
+        auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_sm90a, &table, weights);
+        REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));
+        CHECK(resolved->config == bucket.config);
+      }
+    }
+}
+
+TEST_CASE("fused_moe runs the built-in table unless told otherwise") {
+  FusedMoeOptions options;
+  CHECK(options.table == &builtin_moe_config_table());
+  // A table read from the file gives the same variants as the default options, at every bucket
+  // of every reference shape and layout.
+  auto file_table = parse_moe_config_table(
+      test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json"));
+  REQUIRE(static_cast<bool>(file_table));
+  FusedMoeOptions from_file;
+  from_file.table = &*file_table;
+  FusedMoeOptions rule;
+  rule.table = nullptr;
+  int differ_from_rule = 0;
+  for (const MoeShape& shape : k_reference_shapes)
+    for (MoeWeightLayout weights : {MoeWeightLayout::row_major, MoeWeightLayout::packed})
+      for (int64_t tokens : {1, 4, 16, 64, 256, 1024, 4096}) {
+        INFO("T = " << tokens);
+        const auto builtin = variants(shape, options, tokens, weights);
+        CHECK(builtin == variants(shape, from_file, tokens, weights));
+        differ_from_rule += builtin != variants(shape, rule, tokens, weights);
+      }
+  // nullptr is the default rule, which the tuned table departs from at most of the 42 buckets
+  // (at all of them as tuned in stop 33).
+  CHECK(differ_from_rule > 21);
+}
+
+TEST_CASE("shapes and archs the built-in table lacks take the default rule") {
+  const MoeConfigTable& table = builtin_moe_config_table();
+  const MoeShape other{64, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape qwen3 = k_reference_shapes[0];
+  for (const auto& [shape, arch] : {std::pair{other, k_sm90a}, std::pair{qwen3, Arch{8, 0, false}},
+                                    std::pair{qwen3, Arch{9, 0, false}}}) {
+    CHECK(table.find(shape, arch) == nullptr);
+    for (int64_t tokens : {1, 64, 4096}) {
+      auto builtin = resolve_moe_config(shape, tokens, arch, &table);
+      auto rule = resolve_moe_config(shape, tokens, arch, nullptr);
+      REQUIRE(static_cast<bool>(builtin));
+      REQUIRE(static_cast<bool>(rule));
+      CHECK(builtin->config == rule->config);
+      CHECK(builtin->bounds == default_moe_buckets());
+    }
+  }
+}
