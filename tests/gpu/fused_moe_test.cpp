@@ -4,7 +4,7 @@
 // (padded count, expert per block, each expert's slots: as a set, in order for stream-K's stable
 // grouping), the same bytes from a second call, and a sample of output
 // rows within 3e-3 (FP8, against the emulating reference) or 1e-2 (bf16, against fp32). The
-// default rule's configurations, forced tile families, and the tuned H200 table's.
+// default rule's configurations, forced tile families, and the built-in (tuned H200) table's.
 #include "engine_fixture.h"
 #include "gpu/gpu_test_support.h"
 #include "reference/inv_rope_reference.h"
@@ -669,29 +669,22 @@ TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)
       run_model(model, Forced::none, MoeHandoff::always, 1, order);
 }
 
-// The tuned H200 table (docs/moe-configs-h200.json) is what the dispatch runs where a manifest
-// names it: every FP8 bucket's configuration, at a token count in each bucket. The test reads the
-// table from the source tree, or from docs/ under the working directory (a copy of the tree on a
-// GPU machine).
-TEST_CASE("the H200 table's configuration is right in every bucket (FP8, three models)") {
+// The tuned H200 table, built in (docs/moe-configs-h200.json as built; runtime/ops/
+// moe_builtin_table.h): what FusedMoeOptions holds by default, so what a caller that names no
+// table runs. Every FP8 bucket's configuration, at a token count in each bucket.
+TEST_CASE("the built-in H200 table's configuration is right in every bucket (FP8, three models)") {
   if (!specjit::test::gpu_or_skip("fused_moe H200 table"))
     return;
-  const std::string name = "docs/moe-configs-h200.json";
-  std::string text = test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/" + name);
-  if (text.empty())
-    text = test::read_file(name);
-  REQUIRE_MESSAGE(!text.empty(),
-                  "no " << name << " under " << SPECJIT_SOURCE_DIR << " or the working directory");
-  auto table = parse_moe_config_table(text);
-  REQUIRE_MESSAGE(static_cast<bool>(table), llvm::toString(table.takeError()));
+  const MoeConfigTable* table = &builtin_moe_config_table();
+  REQUIRE(FusedMoeOptions{}.table == table);
   for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
     REQUIRE(table->find(model.shape, Arch{9, 0, true}) != nullptr);
-    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &*table);
+    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table);
     // The shape's packed entry, where the table has one, on packed weights.
     const MoeConfigEntry* packed =
         table->find(model.shape, Arch{9, 0, true}, MoeWeightLayout::packed);
     if (packed->weights == MoeWeightLayout::packed)
-      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &*table,
+      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table,
                 MoeWeightLayout::packed);
   }
 }
