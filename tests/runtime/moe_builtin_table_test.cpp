@@ -49,6 +49,7 @@ TEST_CASE("the built-in MoE table is docs/moe-configs-h200.json, byte for byte")
       const MoeConfigEntry* entry = table.find(shape, k_sm90a, weights);
       REQUIRE(entry != nullptr);
       CHECK(entry->weights == weights);
+      CHECK(entry->buckets.back().max_tokens == 4096);
       for (const MoeConfigBucket& bucket : entry->buckets) {
         auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_sm90a, &table, weights);
         REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));

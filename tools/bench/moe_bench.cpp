@@ -68,10 +68,9 @@ void MoeBench::prepare(const MoeShape& s) {
           for (const MoeTileConfig& form :
                both_read_forms() ? moe_read_forms(c) : std::vector<MoeTileConfig>{c})
             work.push_back({tokens, form});
-    if (table == nullptr || tune)
-      work.push_back(
-          {tokens,
-           must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config").config});
+    work.push_back(
+        {tokens,
+         must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config").config});
   }
   if (!work.empty())
     precompile(engine, s, work, weights(), packed_reads);

@@ -34,7 +34,7 @@ struct MoeBench {
   bool verbose; // --verbose: every candidate's time while tuning, on stderr
   std::vector<int64_t> token_counts;
   llvm::json::Array rows, crossover;
-  ops::MoeConfigTable tuned; // --tune --table: the shapes not run keep their entries
+  ops::MoeConfigTable tuned; // --tune: starts as `table`; the shapes not run keep their entries
   ops::MoeHandoff handoff = ops::MoeHandoff::automatic;              // --handoff
   ops::MoeLaunchOrder launch_order = ops::MoeLaunchOrder::automatic; // --launch-order
   int routings = 0;                                                  // --routings
