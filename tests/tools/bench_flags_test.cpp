@@ -11,7 +11,8 @@
 #ifdef SPECJIT_BENCH
 
 TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad --handoff, a "
-          "bad --launch-order, a bad --routings and a bad --tune-routings") {
+          "bad --launch-order, a bad --routings, a bad --tune-routings, a bad --packed-reads and "
+          "--table with --no-table") {
   specjit::test::TempDir dir;
   // Longer than a string's inline buffer: the list must be read from memory that is still its.
   specjit::test::ProcessResult tokens = specjit::test::run_process(
@@ -49,6 +50,19 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad 
   CHECK_MESSAGE(tune.err.find("--tune-routings takes a count from 1 to 100, not '0'") !=
                     std::string::npos,
                 tune.err);
+
+  // Named before the device is opened, like the flags above (the names are the tables').
+  specjit::test::ProcessResult reads = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--packed", "--packed-reads", "tma"}, {"TMPDIR=" + dir.path()});
+  CHECK(reads.exit_code == 2);
+  CHECK_MESSAGE(reads.err.find("--packed-reads takes automatic, bulk or map, not 'tma'") !=
+                    std::string::npos,
+                reads.err);
+  specjit::test::ProcessResult tables = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--table", "t.json", "--no-table"}, {"TMPDIR=" + dir.path()});
+  CHECK(tables.exit_code == 2);
+  CHECK_MESSAGE(tables.err.find("--table and --no-table exclude each other") != std::string::npos,
+                tables.err);
 }
 
 TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and names bad flags") {

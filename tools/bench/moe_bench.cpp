@@ -311,15 +311,13 @@ int run_moe_bench(int argc, char** argv) {
   if (!parse_count(flags, "moe", "--routings", 0, 1000, 0, routings) ||
       !parse_count(flags, "moe", "--tune-routings", 1, 100, 1, tune_routings))
     return 2;
-  auto config = must(Config::from_environment(), "config");
-  if (flags.has("--tune"))
-    configure_for_tuning(config);
-  runtime::Engine engine(config);
-  must(engine.make_context_current(), "device");
-  const runtime::Driver& drv = must(runtime::driver(), "driver");
-  CUstream stream = nullptr;
-  must(drv.check(drv.cuStreamCreate(&stream, 0), "cuStreamCreate"), "stream");
-
+  MoePackedReads packed_reads = MoePackedReads::automatic;
+  std::vector<std::pair<std::string, MoePackedReads>> reads_choices; // the tables' names
+  for (MoePackedReads r :
+       {MoePackedReads::automatic, MoePackedReads::bulk, MoePackedReads::tensor_map})
+    reads_choices.push_back({moe_packed_reads_name(r).str(), r});
+  if (!parse_choice(flags, "--packed-reads", reads_choices, packed_reads))
+    return 2;
   const bool table_file = !flags.get("--table", "").empty(); // a value flag: has() is for switches
   const bool use_table = !flags.has("--no-table");
   if (table_file && !use_table) {
@@ -333,6 +331,15 @@ int run_moe_bench(int argc, char** argv) {
              "read table");
     table = must(parse_moe_config_table(buffer->getBuffer()), "parse table");
   }
+  auto config = must(Config::from_environment(), "config");
+  if (flags.has("--tune"))
+    configure_for_tuning(config);
+  runtime::Engine engine(config);
+  must(engine.make_context_current(), "device");
+  const runtime::Driver& drv = must(runtime::driver(), "driver");
+  CUstream stream = nullptr;
+  must(drv.check(drv.cuStreamCreate(&stream, 0), "cuStreamCreate"), "stream");
+
   MoeBench bench{engine,
                  drv,
                  stream,
@@ -349,12 +356,7 @@ int run_moe_bench(int argc, char** argv) {
                  static_cast<int>(tune_routings)};
   bench.packed = flags.has("--packed");
   bench.table_out = flags.get("--table-out", "docs/moe-configs-h200.json");
-  if (!parse_choice<MoePackedReads>(flags, "--packed-reads",
-                                    {{"automatic", MoePackedReads::automatic},
-                                     {"bulk", MoePackedReads::bulk},
-                                     {"map", MoePackedReads::tensor_map}},
-                                    bench.packed_reads))
-    return 2;
+  bench.packed_reads = packed_reads;
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "
                               "floor assumes {:.2f} TB/s of reads)\n",
