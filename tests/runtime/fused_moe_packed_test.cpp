@@ -165,6 +165,9 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   // The rule: bulk copies for swap-AB tiles without f16 tokens, the map elsewhere.
   CHECK(weight_reads(swap, packed, automatic) == 1);
   CHECK(weight_reads(normal, packed, automatic) == 2);
+  GemmTile swap_f16 = swap;
+  swap_f16.f16_tokens = true;
+  CHECK(weight_reads(swap_f16, packed, automatic) == 2);
   CHECK(weight_reads(swap, row_major, bulk) == 0); // row-major weights: always the rank-3 map
   // The tile's own choice (a table's), and the call's over it.
   GemmTile swap_map = swap, normal_bulk = normal;

@@ -2,6 +2,8 @@
 
 #include "engine_fixture.h"
 
+#include "runtime/ops/moe_detail.h"
+
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -36,12 +38,9 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const Mo
                                ? config.gemm1
                                : config.gemm2;
     // The template values tiles (stream-K 0, dynamic 1024) and weights (row-major 0, packed: bulk
-    // copies 1, the rank-4 map 2; a tile that names neither reads by bulk copies when it is
-    // swap-AB with e4m3 tokens), then num_tokens.
-    const bool bulk = tile.packed_reads == MoePackedReads::automatic
-                          ? tile.swap_ab && !tile.f16_tokens
-                          : tile.packed_reads == MoePackedReads::bulk;
-    const int weights = layout == MoeWeightLayout::row_major ? 0 : bulk ? 1 : 2;
+    // copies 1, the rank-4 map 2, as the tile names it or by the rule: weight_reads, whose choices
+    // fused_moe_packed_test pins), then num_tokens.
+    const int weights = moe_detail::weight_reads(tile, layout, MoePackedReads::automatic);
     const std::string tail = fmt::format(", {}, 0LL>", weights);
     CHECK((*variant)->name_expression.find(tail) != std::string::npos);
     if (tile.stream_k())
