@@ -35,7 +35,7 @@ namespace specjit_kernels {
 // that is not padding (token_row within the block of TOK slots, column within the tile's output
 // columns). Gated: v = silu(gate * scale) * (up * scale) is computed here, only for those rows
 // (a padding row's sums may be anything, and running them through SiLU cost time:
-// docs/bench/ncu-moe-f16-tokens-h200.txt). Normal orientation hands out adjacent column pairs
+// Nsight Compute on the f16-token GEMM1). Normal orientation hands out adjacent column pairs
 // (pair = true, v1 at column + 1; only FP8 GEMM1 writes so: the other normal-orientation
 // epilogues go through moe_normal_staged, for which FP8 GEMM1's f16 weight copy leaves no room in
 // DeepSeek's tile of 256 weight rows); swap-AB single values (pair = false).

@@ -134,8 +134,8 @@ runtime::LaunchConfig moe_detail::grid_stride_launch(int64_t items, int64_t per_
   return launch;
 }
 
-// Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"; report section
-// 51), each GEMM alone against the same tile reading row-major weights by tensor map: bulk copies
+// Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"), each GEMM
+// alone against the same tile reading row-major weights by tensor map: bulk copies
 // 2-5 % faster for the swap-AB tiles of decode; the f16-token GEMM1 and the normal orientation
 // (8 pieces a stage, weights mostly from L2) up to 13 % slower, so they read the packed copy
 // through a tensor map.
@@ -152,7 +152,7 @@ int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, boo
   // to a GEMM2 that takes blocks as they complete. Without the hand-off (Mixtral T <= 64)
   // block-major measured no faster, and slower for the routings that put more than a block on
   // one expert (Mixtral T = 16, blocks of 8: 385 against 366 µs at worst, 0.6 % on average over
-  // 48 routings; report section 27). Where block-major measured faster and slower:
+  // 48 routings). Where block-major measured faster and slower:
   // FusedMoeOptions::launch_order.
   return handoff && s.dtype == MoeDType::fp8 && s.experts <= 8 &&
                  tokens * s.top_k <= s.experts * int64_t{block_m}

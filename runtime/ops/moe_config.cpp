@@ -47,7 +47,7 @@ struct TileUse {
 
 // Tiles per CTA (normal orientation and f16 tokens): any count of whole tiles of the outputs up
 // to 64, not only powers of two: DeepSeek GEMM2's 56 tiles of 128 in CTAs of 14 measured 1.3 %
-// faster at T = 4096 than 8 (28 and 56: slower, too few CTAs; report section 28).
+// faster at T = 4096 than 8 (28 and 56: slower, too few CTAs).
 std::string whole_tiles_rule(const GemmTile& t, const TileUse& u) {
   if (t.tiles < 1 || t.tiles > 64)
     return "tiles must be 1 to 64";

@@ -176,7 +176,7 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
 const std::vector<int64_t>& default_moe_buckets();
 
 // The rule for a shape and a (bucket's upper bound of the) token count. sm_90a: wgmma, swap-AB
-// while few tokens reach each expert (docs/bench/moe-crossover-h200.md measured where it stops
+// while few tokens reach each expert (docs/moe.md, "Tile configurations": where it stops
 // paying), the normal orientation with large tiles beyond. Other archs: mma.sync tiles, small
 // while streaming weights, larger as the GEMMs turn compute-bound. Always valid for the shape
 // and arch (see check_moe_config).

@@ -20,8 +20,7 @@ inline constexpr int k_max_f16_tokens_block_m = 128;
 // swap_ab value 3 or 2): sorted for models of up to k_f16_tokens_sorted_top_k experts a token,
 // token order above. The sorted copy spares GEMM1 its gather (a row's 16 cp.async, 6-13 % of its
 // time), but holds top_k rows a token: on the H200, Mixtral (top 2) 5-10 % faster with it,
-// Qwen3 and DeepSeek (top 8) 19-28 % slower (docs/bench/moe-decode-experiments-h200.txt,
-// section 46 (f)).
+// Qwen3 and DeepSeek (top 8) 19-28 % slower.
 inline constexpr int64_t k_f16_tokens_sorted_top_k = 2;
 inline bool f16_tokens_sorted(const MoeShape& s) { return s.top_k <= k_f16_tokens_sorted_top_k; }
 inline constexpr int64_t k_max_grid_y = 65535;

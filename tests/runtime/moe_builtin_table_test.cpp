@@ -80,7 +80,7 @@ TEST_CASE("fused_moe runs the built-in table unless told otherwise") {
         differ_from_rule += builtin != variants(shape, rule, tokens, weights);
       }
   // nullptr is the default rule, which the tuned table departs from at most of the 42 buckets
-  // (at all of them as tuned in stop 33).
+  // (at all of them in the table as tuned).
   CHECK(differ_from_rule > 21);
 }
 

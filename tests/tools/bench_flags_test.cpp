@@ -74,7 +74,7 @@ TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and nam
                                  {"TMPDIR=" + dir.path()});
   CHECK_MESSAGE(run.exit_code == 0, run.err);
   // Seed 42 (the main figures' routing): 8 experts, 19 blocks of 128, 2144 swap-AB MMA columns,
-  // 2240 normal-orientation rows (docs/bench/moe-decode-experiments-h200.txt, section 48 (a)).
+  // 2240 normal-orientation rows.
   CHECK_MESSAGE(run.out.find("   42        8     19         2144        2240") != std::string::npos,
                 run.out);
   CHECK(specjit::test::read_file(json).find("\"swap_columns\": 2144") != std::string::npos);

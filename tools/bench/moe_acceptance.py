@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks issue 5's acceptance points against a `specjit-bench moe` report, point by point.
 
-    python3 tools/bench/moe_acceptance.py docs/bench/moe-h200-packed-routings.json
+    python3 tools/bench/moe_acceptance.py docs/bench/moe-h200-packed.json
 
 For each FP8 row (model, T) it prints the GEMM time, on the fixed routing and, where the report
 has them (`--routings N`), the mean over the routings, which is how the peer measures, next to:

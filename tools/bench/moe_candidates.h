@@ -47,7 +47,7 @@ std::vector<ops::MoeTileConfig> moe_read_forms(const ops::MoeTileConfig& config)
 // and ranked fastest first: the two best of GEMM1 crossed with the two best of GEMM2, and the
 // best pair of each kernel family. Appended to `pairs`, without repeats. (Crossing the best 8
 // of each GEMM with the best 2 of the other instead measured within 1.5 % at T = 1-256 on the
-// H200: docs/bench/moe-decode-experiments-h200.txt.)
+// H200.)
 void moe_tune_pairs(int block_m, const std::vector<ops::GemmTile>& gemm1_ranked,
                     const std::vector<ops::GemmTile>& gemm2_ranked,
                     std::vector<ops::MoeTileConfig>& pairs);

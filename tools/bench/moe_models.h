@@ -27,8 +27,7 @@ inline constexpr Model k_models[] = {
      {30.1, 53.9, 139.9, 302.6, 359.7, 464.1, 863.8}},
     // Scaled shapes, only on request (--models mix16,ds512,mix32,ds1k4): two and four times the
     // experts and the top-k, so the same tokens an expert over two and four times the weights.
-    // Against the reference shapes they separate a launch's fixed cost from its streaming rate
-    // (docs/moe.md, "Open").
+    // Against the reference shapes they separate a launch's fixed cost from its streaming rate.
     {"mix16-x2", {16, 4, 4096, 14336, ops::MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
     {"ds512-x2", {512, 16, 7168, 256, ops::MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},
     {"mix32-x4", {32, 8, 4096, 14336, ops::MoeDType::fp8}, {0, 0, 0, 0, 0, 0, 0}},

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes docs/bench/moe-crossover-h200.md from the JSON reports of `specjit-bench moe --tune`.
+"""Prints a markdown report from the JSON reports of `specjit-bench moe --tune` and `moe`.
 
     python3 tools/bench/moe_report.py docs/bench/moe-crossover-h200.json \
-        docs/bench/moe-h200.json [ROUTINGS.json] > docs/bench/moe-crossover-h200.md
+        docs/bench/moe-h200.json [ROUTINGS.json] > moe-crossover.md
 
 The rows of a report from `specjit-bench moe --routings N` carry the GEMM time averaged over
 random routings, printed as the last section: from the optional third report, else from the

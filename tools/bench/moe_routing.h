@@ -1,8 +1,7 @@
 // The benchmark's routings on the host, without a GPU: the router logits `specjit-bench moe`
 // uploads, each token's top-k experts, and what the GEMMs make of them (token blocks, MMA
 // widths). `specjit-bench moe-routing` prints them per routing seed, so that a GEMM time over
-// many routings (moe --routings N) can be set against its blocks (tools/bench/moe_routing_fit.py;
-// docs/bench/moe-decode-experiments-h200.txt, section 48 (a)).
+// many routings (moe --routings N) can be set against its blocks (tools/bench/moe_routing_fit.py).
 #pragma once
 
 #include "runtime/ops/fused_moe.h"

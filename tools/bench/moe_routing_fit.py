@@ -8,8 +8,7 @@ routing.json: `specjit-bench moe-routing` (no GPU): per seed, distinct experts, 
 MMA columns and normal-orientation rows. The second file: `specjit-bench moe --routings N --json`,
 whose rows carry routing_samples (GEMM us per fresh routing, seeds 1..N, the dtype given by
 --dtype). For each (model, T) in both: the least-squares line GEMM us = a + b x, its correlation
-and residual for x = each of the routing's measures (docs/bench/moe-decode-experiments-h200.txt,
-section 48 (a)). Pure Python.
+and residual for x = each of the routing's measures. Pure Python.
 """
 import argparse
 import json

@@ -10,7 +10,7 @@
 // launch). Also: the same bytes as two launches (GEMM1's rows, then GEMM2's), and an empty kernel
 // (the launch alone); and the same boxes from a packed copy (pieces of 32, 64 or 128 rows x 128
 // bytes, contiguous), through a rank-4 tensor map or by one bulk copy a piece (what the MoE GEMMs
-// do with packed weights: report section 51). With the argument `large`, the reads of the larger
+// do with packed weights). With the argument `large`, the reads of the larger
 // decode points (Mixtral T >= 16, DeepSeek T = 16) instead of T = 1's. Built by hand (ctest only
 // compiles it, label probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \

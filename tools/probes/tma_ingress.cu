@@ -97,8 +97,8 @@ int main() {
   run<6, 2>("L2", l2_buffer, l2_bytes, sms);
   // From HBM, the rate against the bytes in flight an SM: 32 KB stages 2 to 6 deep, and 16 KB
   // stages 4 and 8 deep; then 32 KB stages 3 and 4 deep, each held 1200 cycles, as the f16-token
-  // GEMM1's consumers hold its 32 KB weight stages (3 deep) while their MMAs run (stop 26's
-  // reading of Mixtral T = 256: neither HBM nor the tensor pipe busy).
+  // GEMM1's consumers hold its 32 KB weight stages (3 deep) while their MMAs run (at Mixtral
+  // T = 256 Nsight Compute found neither HBM nor the tensor pipe busy).
   run<2, 2>("HBM", hbm_buffer, hbm_bytes, sms);
   run<3, 2>("HBM", hbm_buffer, hbm_bytes, sms);
   run<4, 2>("HBM", hbm_buffer, hbm_bytes, sms);
