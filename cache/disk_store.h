@@ -3,10 +3,18 @@
 //   <root>/v1/entries/<kernel>/<key hex>.sjc   published entries (entry_format.h); <kernel> is
 //                                              the id with anything but [A-Za-z0-9_.-] (and a
 //                                              leading dot) replaced by '_'
+//   <root>/v1/entries/<kernel>/<key hex>.sjt   the entry's tag (entry_auth.h), written when a
+//                                              trust key is configured
+//   <root>/logs/                               the recompilation log (open_log_for_append)
 //   <root>/v1/tmp/                             temp files of writers in flight
 //   <root>/v1/corrupt/                         entries that failed verification, moved aside
 //   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
 //
+// Every directory below a root or layer is opened from the one above with O_NOFOLLOW and its
+// owner and mode checked on the descriptor (dir_handle.h); files are opened relative to it.
+// Read-only layers get the same checks (root-owned is fine for them): a layer another user
+// owns or can write is refused once, with the reason (refused_layers()), and never read. With
+// a trust key, an entry of a read-only layer is used only with a valid tag (.sjt sidecar).
 // Promises (../shared/RELIABILITY.md): a lookup returns only verified bytes; a fault is a miss,
 // never an error to the caller; publish is write-temp + fsync + rename in the root's file
 // system; read-only layers are never written (no locks, no stamps, no quarantine); symbolic
@@ -20,6 +28,7 @@
 // depends on atime. Thread-safe; many processes may share one root.
 #pragma once
 
+#include "cache/entry_auth.h"
 #include "cache/entry_format.h"
 
 #include <llvm/Support/MemoryBuffer.h>
@@ -34,12 +43,22 @@
 
 namespace specjit::cache {
 
+class DirHandle;
+struct Layer;
+
 struct StoreOptions {
   std::string root;                         // the writable root (created on first publish)
   std::vector<std::string> readonly_layers; // searched after the root, never written
   uint64_t max_bytes = 0;                   // size limit of the root; 0: none
   int64_t stale_temp_seconds = 3600;        // temp files older than this belong to dead writers
   int64_t lock_timeout_ms = 10000;          // how long lock_for_compile waits
+  std::string trust_key_file;               // empty: no key (entry_auth.h)
+};
+
+struct RefusedLayer {
+  size_t layer = 0; // 1..n: readonly_layers[layer - 1]
+  std::string path;
+  std::string reason;
 };
 
 struct EntryLocation {
@@ -93,8 +112,14 @@ struct ListedEntry {
 
 struct PruneResult {
   size_t removed = 0;
+  size_t failed = 0; // entries that could not be removed (EACCES, EROFS...)
   uint64_t bytes_before = 0;
   uint64_t bytes_after = 0;
+};
+
+struct ClearResult {
+  size_t removed = 0; // entries really removed
+  size_t failed = 0;  // entries that could not be removed
 };
 
 // What the construction-time checks of the root found (H1). Decided once: a store never
@@ -119,10 +144,27 @@ public:
 
   std::string entry_path(const Digest128& key, llvm::StringRef kernel) const;
 
-  // Root first, then each read-only layer. Corrupt entries in the root are moved aside.
+  // The read-only layers that are never read, and why (decided at construction, warned once).
+  const std::vector<RefusedLayer>& refused_layers() const { return m_refused_layers; }
+  // Whether a trust key file is configured, and the key when it could be loaded. A configured
+  // key that cannot be loaded (trust_key_error()) trusts nothing across a boundary.
+  bool trust_key_configured() const { return !m_options.trust_key_file.empty(); }
+  const TrustKey* trust_key() const { return m_trust_key ? &*m_trust_key : nullptr; }
+  const std::string& trust_key_error() const { return m_trust_key_error; }
+
+  // Root first, then each read-only layer. Bad entries in the root (corrupt, or a directory,
+  // link or special file in an entry's or a kernel directory's place) are moved aside.
   LookupResult lookup(const Digest128& key, llvm::StringRef kernel);
 
-  // Atomically publishes an encoded entry. Errors (ENOSPC, EACCES, ...) are SpecjitError
+  // Why a verified entry read from a read-only layer at `location` is not trusted under the
+  // configured key (no tag, a bad tag, no loadable key); nullopt for root entries or no key.
+  std::optional<std::string> layer_entry_problem(const EntryLocation& location,
+                                                 const Digest128& key,
+                                                 llvm::StringRef bytes) const;
+  // The entry of `key` in the root, when it is there and verifies (import's conflict check).
+  std::optional<LoadedEntry> root_entry(const Digest128& key, llvm::StringRef kernel) const;
+
+  // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors (ENOSPC, EACCES, ...) are SpecjitError
   // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused
   // (Errc::invalid_argument). The caller logs them as write_failed and keeps going. No temp
   // file survives a failed publish. Enforces max_bytes afterwards (LRU).
@@ -133,24 +175,46 @@ public:
   // Every entry of every layer (or of one kernel), newest use first, metadata decoded.
   std::vector<ListedEntry> list(std::optional<llvm::StringRef> kernel = std::nullopt) const;
 
-  // Fully verifies every entry of the root (and, read-only, of the layers); with repair, moves
-  // bad root entries aside. Returns the bad ones.
+  // Fully verifies every entry of the root (and, read-only, of the layers: with a trust key,
+  // their tags too); a link, directory or special file where an entry or a kernel directory
+  // should be is a finding (not_a_file). With repair, moves bad root things aside, as they are,
+  // when the root is writable (moved_aside says which moved). Returns the bad ones.
   std::vector<CorruptFinding> verify(bool repair);
 
   // Removes least recently used root entries until the root holds at most max_bytes.
   PruneResult prune(uint64_t max_bytes);
-  // Removes every root entry (and temp files, quarantine, locks). Returns entries removed.
-  size_t clear();
+  // Removes every root entry (and tags, temp files, quarantine, locks). Says how many entries
+  // were really removed and how many could not be; nothing at all when the root is not
+  // writable (the caller says so).
+  ClearResult clear();
   // Removes temp files older than stale_temp_seconds. Returns how many.
   size_t sweep_stale_temps();
 
-  // Moves a root entry aside into corrupt/ (no-op for read-only layers).
+  // Opens <root>/logs/<name> for appending (created 0600, logs/ created 0700). Never through a
+  // link, never into a directory or file owned by another user or writable by others, and
+  // never in a refused root (nothing is created there). Returns a descriptor the caller owns
+  // (O_WRONLY | O_APPEND | O_CLOEXEC); errors name the path and the reason.
+  llvm::Expected<int> open_log_for_append(llvm::StringRef name) const;
+
+  // Moves a root entry aside into corrupt/ (no-op for read-only layers). Whatever is at the
+  // path (file, link, directory, FIFO) is moved as it is, never followed; its tag is removed.
   bool quarantine(const EntryLocation& location);
 
 private:
+  void check_layers();
+  void load_trust_key();
+  void verify_layer(const Layer& layer, bool repair, std::vector<CorruptFinding>& findings);
+  // Moves `name` in `dir` into the root's corrupt/ as it is (file, link, directory...).
+  bool move_aside(const DirHandle& dir, llvm::StringRef name);
+  // The root's directory for a kernel, made (and repaired) as needed.
+  llvm::Expected<DirHandle> kernel_dir_for_publish(llvm::StringRef dir_name);
+
   StoreOptions m_options;
   std::string m_unusable_reason;
   RootState m_root_state = RootState::writable;
+  std::vector<RefusedLayer> m_refused_layers;
+  std::optional<TrustKey> m_trust_key;
+  std::string m_trust_key_error;
 };
 
 } // namespace specjit::cache

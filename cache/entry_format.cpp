@@ -83,6 +83,10 @@ llvm::StringRef entry_fault_name(EntryFault fault) {
     return "key_mismatch";
   case EntryFault::bad_metadata:
     return "bad_metadata";
+  case EntryFault::not_a_file:
+    return "not_a_file";
+  case EntryFault::untrusted:
+    return "untrusted";
   }
   return "unknown";
 }

@@ -59,6 +59,8 @@ enum class EntryFault {
   checksum_mismatch,
   key_mismatch, // the header's key is not the key asked for (C2: copied under a new name)
   bad_metadata, // metadata is not valid JSON or does not match the key
+  not_a_file,   // a directory, link, FIFO or device where an entry or its kernel directory is
+  untrusted,    // a trust key is configured and the entry has no valid tag (entry_auth.h)
 };
 llvm::StringRef entry_fault_name(EntryFault fault);
 

@@ -53,6 +53,23 @@ int open_with(const std::string& path, int flags, mode_t mode, UniqueFd& fd) {
   return err;
 }
 
+int read_names(DIR* dir, std::vector<std::string>& names) {
+  int err = 0;
+  for (;;) {
+    errno = 0; // readdir reports errors only through errno
+    struct dirent* entry = ::readdir(dir);
+    if (!entry) {
+      err = errno;
+      break;
+    }
+    llvm::StringRef name(entry->d_name);
+    if (name != "." && name != "..")
+      names.push_back(name.str());
+  }
+  ::closedir(dir);
+  return err;
+}
+
 } // namespace
 
 llvm::StringRef io_op_name(IoOp op) {
@@ -124,6 +141,10 @@ int open_lock_file(const std::string& path, UniqueFd& fd) {
 
 int open_directory(const std::string& path, UniqueFd& fd) {
   return open_with(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0, fd);
+}
+
+int open_root_directory(const std::string& path, UniqueFd& fd) {
+  return open_with(path, O_RDONLY | O_DIRECTORY, 0, fd);
 }
 
 int stat_fd(int fd, const std::string& path, struct stat& st) {
@@ -252,20 +273,67 @@ int list_directory(const std::string& path, std::vector<std::string>& names) {
   if (!dir)
     return errno;
   fd.release(); // owned by dir now
-  int err = 0;
-  for (;;) {
-    errno = 0; // readdir reports errors only through errno
-    struct dirent* entry = ::readdir(dir);
-    if (!entry) {
-      err = errno;
-      break;
-    }
-    llvm::StringRef name(entry->d_name);
-    if (name != "." && name != "..")
-      names.push_back(name.str());
-  }
-  ::closedir(dir);
+  return read_names(dir, names);
+}
+
+int open_at(int dir_fd, llvm::StringRef name, const std::string& path, int flags, mode_t mode,
+            UniqueFd& fd) {
+  if (int err = injected(IoOp::open, path))
+    return err;
+  std::string leaf = name.str();
+  int result = -1;
+  int err = checked([&] {
+    return result = ::openat(dir_fd, leaf.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+  });
+  if (err == 0)
+    fd = UniqueFd(result);
   return err;
+}
+
+int stat_at(int dir_fd, llvm::StringRef name, const std::string& path, struct stat& st) {
+  if (int err = injected(IoOp::stat, path))
+    return err;
+  std::string leaf = name.str();
+  return checked([&] { return ::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW); });
+}
+
+int make_directory_at(int dir_fd, llvm::StringRef name, const std::string& path, mode_t mode) {
+  if (int err = injected(IoOp::mkdir, path))
+    return err;
+  std::string leaf = name.str();
+  return checked([&] { return ::mkdirat(dir_fd, leaf.c_str(), mode); });
+}
+
+int rename_at(int from_dir, llvm::StringRef from, int to_dir, llvm::StringRef to,
+              const std::string& to_path) {
+  if (int err = injected(IoOp::rename, to_path))
+    return err;
+  std::string a = from.str(), b = to.str();
+  return checked([&] { return ::renameat(from_dir, a.c_str(), to_dir, b.c_str()); });
+}
+
+int unlink_at(int dir_fd, llvm::StringRef name, const std::string& path, int flags) {
+  if (int err = injected(flags & AT_REMOVEDIR ? IoOp::rmdir : IoOp::unlink, path))
+    return err;
+  std::string leaf = name.str();
+  return checked([&] { return ::unlinkat(dir_fd, leaf.c_str(), flags); });
+}
+
+int list_directory_fd(int dir_fd, const std::string& path, std::vector<std::string>& names) {
+  if (int err = injected(IoOp::list, path))
+    return err;
+  // fdopendir takes the descriptor over: list a duplicate so the caller's stays open.
+  int copy = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0)
+    return errno;
+  DIR* dir = ::fdopendir(copy);
+  if (!dir) {
+    int err = errno;
+    ::close(copy);
+    return err;
+  }
+  ::rewinddir(dir);
+  return read_names(dir, names);
 }
 
 std::string errno_text(int err) {

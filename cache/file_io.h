@@ -76,6 +76,8 @@ int create_exclusive(const std::string& path, mode_t mode, UniqueFd& fd);
 int open_lock_file(const std::string& path, UniqueFd& fd);
 // Opens a directory (for fsync).
 int open_directory(const std::string& path, UniqueFd& fd);
+// Opens a configured root or layer directory, following links in its path (see stat_path).
+int open_root_directory(const std::string& path, UniqueFd& fd);
 
 int stat_fd(int fd, const std::string& path, struct stat& st);
 int lstat_path(const std::string& path, struct stat& st);
@@ -102,6 +104,21 @@ int touch_fd(int fd, const std::string& path);
 int try_lock_exclusive(int fd, const std::string& path);
 // The names in a directory (without "." and ".."); the directory itself must not be a link.
 int list_directory(const std::string& path, std::vector<std::string>& names);
+
+// The same operations relative to an open directory (openat and friends), so that no
+// component of a path below a checked directory can be swapped for a link between the check
+// and the use. `name` is one path component; `path` is the full path, for fault injection
+// and messages only. Every open adds O_NOFOLLOW and O_CLOEXEC.
+int open_at(int dir_fd, llvm::StringRef name, const std::string& path, int flags, mode_t mode,
+            UniqueFd& fd);
+int stat_at(int dir_fd, llvm::StringRef name, const std::string& path, struct stat& st);
+int make_directory_at(int dir_fd, llvm::StringRef name, const std::string& path, mode_t mode);
+int rename_at(int from_dir, llvm::StringRef from, int to_dir, llvm::StringRef to,
+              const std::string& to_path);
+// flags: 0 or AT_REMOVEDIR. Never follows a link: unlinkat removes the link itself.
+int unlink_at(int dir_fd, llvm::StringRef name, const std::string& path, int flags);
+// The names in an open directory (without "." and ".."); `dir_fd` stays open.
+int list_directory_fd(int dir_fd, const std::string& path, std::vector<std::string>& names);
 
 std::string errno_text(int err);
 // "cannot <op> '<path>': <errno text>" as a SpecjitError (Errc::io).

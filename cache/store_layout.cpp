@@ -1,15 +1,19 @@
 #include "cache/store_layout.h"
 
+#include "cache/dir_handle.h"
+
 #include "support/error.h"
 #include "support/hash.h"
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/Path.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fcntl.h>
 #include <thread>
 #include <unistd.h>
 
@@ -29,12 +33,18 @@ std::string LayerPaths::lock(const Digest128& key) const {
   return locks() + "/" + key.hex() + ".lock";
 }
 
-std::vector<Layer> readable_layers(const StoreOptions& options, bool root_readable) {
+std::vector<Layer> readable_layers(const StoreOptions& options, bool root_readable,
+                                   const std::vector<RefusedLayer>& refused) {
   std::vector<Layer> layers;
   if (root_readable)
-    layers.push_back({0, LayerPaths(options.root)});
-  for (size_t i = 0; i < options.readonly_layers.size(); ++i)
-    layers.push_back({i + 1, LayerPaths(options.readonly_layers[i])});
+    layers.push_back({0, LayerPaths(options.root), options.root, OwnerRule::self});
+  for (size_t i = 0; i < options.readonly_layers.size(); ++i) {
+    bool is_refused = std::any_of(refused.begin(), refused.end(),
+                                  [&](const RefusedLayer& r) { return r.layer == i + 1; });
+    if (!is_refused)
+      layers.push_back({i + 1, LayerPaths(options.readonly_layers[i]), options.readonly_layers[i],
+                        OwnerRule::self_or_root});
+  }
   return layers;
 }
 
@@ -66,19 +76,6 @@ std::string kernel_dir_name(llvm::StringRef kernel) {
 }
 
 namespace {
-
-// Why a directory that exists must not be trusted, or an empty string.
-std::string unsafe_reason(const std::string& path, const struct stat& st) {
-  if (st.st_uid != ::geteuid())
-    return fmt::format("cache directory '{}' is owned by uid {}, not by this user (uid {}); "
-                       "refusing to use it",
-                       path, st.st_uid, ::geteuid());
-  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-    return fmt::format("cache directory '{}' is world-writable without the sticky bit; "
-                       "refusing to use it",
-                       path);
-  return "";
-}
 
 // The deepest existing ancestor of a missing path: whether the path can be created there.
 std::string nearest_existing(std::string path) {
@@ -127,7 +124,7 @@ RootCheck check_root(const std::string& root) {
     return read_only(fmt::format("cannot use cache root '{}': {}", root, errno_text(err)));
   if (!S_ISDIR(st.st_mode))
     return {RootState::refused, fmt::format("cache root '{}' is not a directory", root)};
-  if (std::string reason = unsafe_reason(root, st); !reason.empty())
+  if (std::string reason = untrusted_reason(root, st, OwnerRule::self); !reason.empty())
     return {RootState::refused, reason};
 
   LayerPaths layer(root);
@@ -136,7 +133,7 @@ RootCheck check_root(const std::string& root) {
     return {RootState::refused,
             fmt::format("'{}' is not a directory (symbolic links are not followed)", layer.base())};
   if (err == 0)
-    if (std::string reason = unsafe_reason(layer.base(), st); !reason.empty())
+    if (std::string reason = untrusted_reason(layer.base(), st, OwnerRule::self); !reason.empty())
       return {RootState::refused, reason};
   std::string writable_dir = err == 0 ? layer.base() : root;
   int access_err = access_path(writable_dir, W_OK | X_OK);
@@ -257,9 +254,11 @@ std::vector<FileInfo> scan_files(const std::string& dir) {
   return files;
 }
 
-ReadFile read_entry_file(const std::string& path) {
-  ReadFile file;
-  int err = open_for_read(path, file.fd);
+namespace {
+
+void read_opened(ReadFile& file, const std::string& path);
+
+ReadFile after_open(ReadFile file, int err, const std::string& path) {
   if (err == ENOENT || err == ENOTDIR) {
     file.status = ReadStatus::missing;
     return file;
@@ -270,15 +269,21 @@ ReadFile read_entry_file(const std::string& path) {
     file.err = err;
     return file;
   }
+  read_opened(file, path);
+  return file;
+}
+
+void read_opened(ReadFile& file, const std::string& path) {
+  int err = 0;
   struct stat st;
   if ((err = stat_fd(file.fd.get(), path, st)) != 0) {
     file.status = ReadStatus::io_error;
     file.err = err;
-    return file;
+    return;
   }
   if (!S_ISREG(st.st_mode)) {
     file.status = ReadStatus::not_regular;
-    return file;
+    return;
   }
   file.mtime_ns = mtime_of(st);
   file.device = st.st_dev;
@@ -286,7 +291,7 @@ ReadFile read_entry_file(const std::string& path) {
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size > k_max_entry_bytes) {
     file.status = ReadStatus::too_large;
-    return file;
+    return;
   }
   // Entries are immutable once renamed into place, so the size seen now is the size to read;
   // a shorter read leaves a short buffer, which decode_entry reports as truncated.
@@ -294,13 +299,13 @@ ReadFile read_entry_file(const std::string& path) {
   if (!buffer) {
     file.status = ReadStatus::io_error;
     file.err = ENOMEM;
-    return file;
+    return;
   }
   size_t got = 0;
   if ((err = read_up_to(file.fd.get(), path, buffer->getBufferStart(), size, got)) != 0) {
     file.status = ReadStatus::io_error;
     file.err = err;
-    return file;
+    return;
   }
   if (got < size) {
     // The file shrank under us (it should not): keep what was read; decoding reports it.
@@ -308,19 +313,78 @@ ReadFile read_entry_file(const std::string& path) {
     if (!shorter) {
       file.status = ReadStatus::io_error;
       file.err = ENOMEM;
-      return file;
+      return;
     }
     std::memcpy(shorter->getBufferStart(), buffer->getBufferStart(), got);
     buffer = std::move(shorter);
   }
   file.bytes = std::move(buffer);
   file.status = ReadStatus::ok;
-  return file;
+}
+
+} // namespace
+
+ReadFile read_entry_file(const std::string& path) {
+  ReadFile file;
+  int err = open_for_read(path, file.fd);
+  return after_open(std::move(file), err, path);
+}
+
+ReadFile read_entry_at(const DirHandle& dir, llvm::StringRef name) {
+  ReadFile file;
+  std::string path = dir.path_of(name);
+  int err = open_at(dir.fd(), name, path, O_RDONLY | O_NONBLOCK, 0, file.fd);
+  return after_open(std::move(file), err, path);
 }
 
 bool same_file(const ReadFile& file, const std::string& path) {
   struct stat st;
   return lstat_path(path, st) == 0 && st.st_dev == file.device && st.st_ino == file.inode;
+}
+
+bool same_file_at(const ReadFile& file, const DirHandle& dir, llvm::StringRef name) {
+  struct stat st;
+  return stat_at(dir.fd(), name, dir.path_of(name), st) == 0 && st.st_dev == file.device &&
+         st.st_ino == file.inode;
+}
+
+namespace {
+
+bool step(OpenedDir opened, DirHandle& out, KernelDir& result) {
+  if (opened.status != OpenStatus::ok) {
+    result.status = opened.status;
+    result.reason = std::move(opened.reason);
+    return false;
+  }
+  out = std::move(opened.dir);
+  return true;
+}
+
+} // namespace
+
+KernelDir open_kernel_dir(const std::string& layer_root, OwnerRule rule, llvm::StringRef dir_name,
+                          bool create) {
+  KernelDir result;
+  DirHandle root, base;
+  if (!step(open_root(layer_root, create, rule), root, result) ||
+      !step(root.open_child("v1", create, rule), base, result) ||
+      !step(base.open_child("entries", create, rule), result.entries, result))
+    return result;
+  result.at_kernel = true;
+  if (!step(result.entries.open_child(dir_name, create, rule), result.kernel, result))
+    return result;
+  result.status = OpenStatus::ok;
+  return result;
+}
+
+llvm::Expected<DirHandle> open_root_subdir(const std::string& root, llvm::StringRef name) {
+  llvm::Expected<DirHandle> top = open_checked_root(root, true, OwnerRule::self);
+  if (!top)
+    return top.takeError();
+  llvm::Expected<DirHandle> base = top->child("v1", true, OwnerRule::self);
+  if (!base)
+    return base.takeError();
+  return base->child(name, true, OwnerRule::self);
 }
 
 std::string unique_suffix() {

@@ -2,6 +2,7 @@
 // root safety checks, directory creation that never follows a link, and directory scans.
 #pragma once
 
+#include "cache/dir_handle.h"
 #include "cache/disk_store.h"
 #include "cache/file_io.h"
 
@@ -14,6 +15,7 @@
 namespace specjit::cache {
 
 inline constexpr llvm::StringLiteral k_entry_suffix = ".sjc";
+inline constexpr llvm::StringLiteral k_tag_suffix = ".sjt";
 
 // The tree of one layer: <layer>/v1/...
 class LayerPaths {
@@ -35,10 +37,13 @@ private:
 struct Layer {
   size_t index; // 0: the root; i: readonly_layers[i - 1]
   LayerPaths paths;
+  std::string root; // the layer's own directory (the root or readonly_layers[i - 1])
+  OwnerRule owners; // who may own its directories
 };
 // The layers a read may look at, in search order: the root unless it is refused, then the
-// read-only layers.
-std::vector<Layer> readable_layers(const StoreOptions& options, bool root_readable);
+// read-only layers that are not refused.
+std::vector<Layer> readable_layers(const StoreOptions& options, bool root_readable,
+                                   const std::vector<RefusedLayer>& refused);
 
 // A verification failure as reported to callers (the entry is not moved here).
 CorruptFinding finding_from(const std::string& path, llvm::Error error);
@@ -91,8 +96,34 @@ struct ReadFile {
 // k_max_entry_bytes, whichever is smaller.
 ReadFile read_entry_file(const std::string& path);
 
+// The same, for the file `name` in an opened directory.
+ReadFile read_entry_at(const DirHandle& dir, llvm::StringRef name);
+
 // True when `path` still names the file that was read into `file`.
 bool same_file(const ReadFile& file, const std::string& path);
+bool same_file_at(const ReadFile& file, const DirHandle& dir, llvm::StringRef name);
+
+// <layer>/v1/entries/<dir_name>, every step opened from the one above (never through a link)
+// and checked (dir_handle.h). With create, missing directories are made (0755).
+struct KernelDir {
+  OpenStatus status = OpenStatus::missing; // of the first step that is not ok
+  std::string reason;
+  bool at_kernel = false; // whether that step is the kernel directory itself
+  DirHandle entries;      // valid once <layer>/v1/entries is open
+  DirHandle kernel;       // valid when status is ok
+};
+KernelDir open_kernel_dir(const std::string& layer_root, OwnerRule rule, llvm::StringRef dir_name,
+                          bool create);
+// <root>/v1 and <root>/v1/<name> (tmp, corrupt, locks) of the writable root, created when
+// missing.
+llvm::Expected<DirHandle> open_root_subdir(const std::string& root, llvm::StringRef name);
+
+inline std::string entry_name(const Digest128& key) { return key.hex() + k_entry_suffix.str(); }
+inline std::string tag_name(const Digest128& key) { return key.hex() + k_tag_suffix.str(); }
+// Why an entry of a read-only layer (`bytes`, in `dir`) is not trusted under the store's trust
+// key: no key loadable, no tag, a malformed or a wrong tag. nullopt without a key configured.
+std::optional<std::string> tag_problem(const DiskStore& store, const DirHandle& dir,
+                                       const Digest128& key, llvm::StringRef bytes);
 
 // A name part no other writer (thread or process, on any host sharing the directory) picks.
 std::string unique_suffix();

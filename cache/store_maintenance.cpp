@@ -3,11 +3,14 @@
 // when a size limit is set).
 #include "cache/disk_store.h"
 
+#include "cache/dir_handle.h"
 #include "cache/store_layout.h"
 #include "support/logging.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <fcntl.h>
+#include <map>
 
 namespace specjit::cache {
 
@@ -19,31 +22,39 @@ std::optional<Digest128> key_from_file_name(llvm::StringRef name) {
   return Digest128::from_hex(name);
 }
 
-// Fully verifies one entry file against the key its name claims (C2 catches copies).
-std::optional<CorruptFinding> check_entry_file(const FileInfo& file) {
-  std::optional<Digest128> key = key_from_file_name(file.name);
+// Fully verifies one entry file against the key its name claims (C2 catches copies). A link,
+// directory or special file under an entry's name is a finding too: it would be a miss forever.
+// With `trust` (read-only layers), the entry's tag must verify too.
+std::optional<CorruptFinding> check_entry_at(const DirHandle& dir, const std::string& name,
+                                             const DiskStore* trust) {
+  std::string path = dir.path_of(name);
+  std::optional<Digest128> key = key_from_file_name(name);
   if (!key)
-    return CorruptFinding{file.path, EntryFault::key_mismatch, "file name is not a cache key",
-                          false};
-  ReadFile read = read_entry_file(file.path);
+    return CorruptFinding{path, EntryFault::key_mismatch, "file name is not a cache key", false};
+  ReadFile read = read_entry_at(dir, name);
   switch (read.status) {
   case ReadStatus::missing:
+    return std::nullopt; // removed while we scanned; not an entry now
   case ReadStatus::not_regular:
-    return std::nullopt; // removed or replaced while we scanned; not an entry now
+    return CorruptFinding{path, EntryFault::not_a_file,
+                          "a link, directory or special file where an entry should be", false};
   case ReadStatus::io_error:
-    return CorruptFinding{file.path, EntryFault::truncated,
-                          "cannot be read: " + errno_text(read.err), false};
+    return CorruptFinding{path, EntryFault::truncated, "cannot be read: " + errno_text(read.err),
+                          false};
   case ReadStatus::too_large:
-    return CorruptFinding{file.path, EntryFault::bad_lengths, "file is larger than any valid entry",
+    return CorruptFinding{path, EntryFault::bad_lengths, "file is larger than any valid entry",
                           false};
   case ReadStatus::ok:
     break;
   }
   llvm::StringRef bytes(read.bytes->getBufferStart(), read.bytes->getBufferSize());
   llvm::Expected<DecodedEntry> decoded = decode_entry(bytes, key);
-  if (decoded)
-    return std::nullopt;
-  return finding_from(file.path, decoded.takeError());
+  if (!decoded)
+    return finding_from(path, decoded.takeError());
+  if (trust)
+    if (std::optional<std::string> problem = tag_problem(*trust, dir, *key, bytes))
+      return CorruptFinding{path, EntryFault::untrusted, *problem, false};
+  return std::nullopt;
 }
 
 ListedEntry describe(const Layer& layer, const FileInfo& file) {
@@ -71,7 +82,7 @@ ListedEntry describe(const Layer& layer, const FileInfo& file) {
 
 std::vector<ListedEntry> DiskStore::list(std::optional<llvm::StringRef> kernel) const {
   std::vector<std::pair<int64_t, ListedEntry>> found;
-  for (const Layer& layer : readable_layers(m_options, root_readable()))
+  for (const Layer& layer : readable_layers(m_options, root_readable(), m_refused_layers))
     for (const FileInfo& file : scan_entries(layer.paths, kernel))
       found.emplace_back(file.mtime_ns, describe(layer, file));
   // Newest use first; ties keep layer order (root before base layers).
@@ -86,18 +97,85 @@ std::vector<ListedEntry> DiskStore::list(std::optional<llvm::StringRef> kernel) 
 
 std::vector<CorruptFinding> DiskStore::verify(bool repair) {
   std::vector<CorruptFinding> findings;
-  for (const Layer& layer : readable_layers(m_options, root_readable())) {
-    for (const FileInfo& file : scan_entries(layer.paths, std::nullopt)) {
-      std::optional<CorruptFinding> finding = check_entry_file(file);
+  for (const Layer& layer : readable_layers(m_options, root_readable(), m_refused_layers))
+    verify_layer(layer, repair && layer.index == 0 && writable(), findings);
+  return findings;
+}
+
+namespace {
+
+bool is_entry_name(llvm::StringRef name) { return name.endswith(k_entry_suffix); }
+
+} // namespace
+
+void DiskStore::verify_layer(const Layer& layer, bool repair,
+                             std::vector<CorruptFinding>& findings) {
+  KernelDir top = open_kernel_dir(layer.root, layer.owners, "_", /*create=*/false);
+  if (!top.entries.valid())
+    return; // nothing published there yet (or refused at construction)
+  std::vector<std::string> kernel_dirs;
+  if (list_directory_fd(top.entries.fd(), top.entries.path(), kernel_dirs) != 0)
+    return;
+  std::sort(kernel_dirs.begin(), kernel_dirs.end());
+  for (const std::string& dir_name : kernel_dirs) {
+    OpenedDir kernel = top.entries.open_child(dir_name, false, layer.owners);
+    if (kernel.status == OpenStatus::missing)
+      continue;
+    if (kernel.status != OpenStatus::ok) {
+      CorruptFinding finding{top.entries.path_of(dir_name), EntryFault::not_a_file,
+                             kernel.reason, false};
+      finding.moved_aside = repair && move_aside(top.entries, dir_name);
+      findings.push_back(std::move(finding));
+      continue;
+    }
+    std::vector<std::string> names;
+    if (list_directory_fd(kernel.dir.fd(), kernel.dir.path(), names) != 0)
+      continue;
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      if (!is_entry_name(name))
+        continue;
+      std::optional<CorruptFinding> finding =
+          check_entry_at(kernel.dir, name, layer.index == 0 ? nullptr : this);
       if (!finding)
         continue;
-      if (repair && layer.index == 0)
-        finding->moved_aside = quarantine(EntryLocation{file.path, 0});
+      finding->moved_aside = repair && move_aside(kernel.dir, name);
       findings.push_back(std::move(*finding));
     }
   }
-  return findings;
 }
+
+namespace {
+
+// The root's kernel directories, each opened (and checked) once per maintenance pass.
+class KernelDirCache {
+public:
+  explicit KernelDirCache(const std::string& root) : m_root(root) {}
+  const DirHandle* get(const std::string& dir_name) {
+    auto [it, inserted] = m_dirs.try_emplace(dir_name);
+    if (inserted)
+      it->second = open_kernel_dir(m_root, OwnerRule::self, dir_name, false).kernel;
+    return it->second.valid() ? &it->second : nullptr;
+  }
+
+private:
+  std::string m_root;
+  std::map<std::string, DirHandle> m_dirs;
+};
+
+// Unlinks an entry and its tag (never following a link). 0, or the errno of the entry.
+int remove_entry(KernelDirCache& dirs, const FileInfo& file) {
+  const DirHandle* dir = dirs.get(file.dir_name);
+  if (dir == nullptr)
+    return ENOENT;
+  int err = unlink_at(dir->fd(), file.name, file.path, 0);
+  std::string tag = llvm::StringRef(file.name).drop_back(k_entry_suffix.size()).str() +
+                    k_tag_suffix.str();
+  (void)unlink_at(dir->fd(), tag, dir->path_of(tag), 0);
+  return err;
+}
+
+} // namespace
 
 PruneResult DiskStore::prune(uint64_t max_bytes) {
   PruneResult result;
@@ -112,36 +190,54 @@ PruneResult DiskStore::prune(uint64_t max_bytes) {
   for (const FileInfo& file : files)
     total += file.bytes;
   result.bytes_before = total;
+  KernelDirCache dirs(m_options.root);
   for (const FileInfo& file : files) {
     if (total <= max_bytes || !writable())
       break;
     // Unlink only: a reader holding the file open keeps reading the complete old bytes.
-    int err = unlink_path(file.path);
+    int err = remove_entry(dirs, file);
     if (err == 0)
       ++result.removed;
-    if (err == 0 || err == ENOENT) // ENOENT: another process pruned it first
+    else if (err != ENOENT) // ENOENT: another process pruned it first
+      ++result.failed;
+    if (err == 0 || err == ENOENT)
       total -= file.bytes;
   }
   result.bytes_after = total;
   return result;
 }
 
-size_t DiskStore::clear() {
+ClearResult DiskStore::clear() {
+  ClearResult result;
   if (!writable())
-    return 0;
-  LayerPaths root(m_options.root);
-  size_t removed = 0;
-  for (const FileInfo& file : scan_entries(root, std::nullopt))
-    if (unlink_path(file.path) == 0)
-      ++removed;
+    return result;
+  KernelDirCache dirs(m_options.root);
+  for (const FileInfo& file : scan_entries(LayerPaths(m_options.root), std::nullopt)) {
+    int err = remove_entry(dirs, file);
+    result.removed += err == 0;
+    result.failed += err != 0 && err != ENOENT;
+  }
+  KernelDir top = open_kernel_dir(m_options.root, OwnerRule::self, "_", false);
   std::vector<std::string> kernel_dirs;
-  if (list_directory(root.entries(), kernel_dirs) == 0)
-    for (const std::string& name : kernel_dirs)
-      (void)remove_directory(root.entries() + "/" + name); // only succeeds when empty
-  for (const std::string& dir : {root.tmp(), root.corrupt(), root.locks()})
-    for (const FileInfo& file : scan_files(dir))
-      (void)unlink_path(file.path);
-  return removed;
+  if (top.entries.valid() &&
+      list_directory_fd(top.entries.fd(), top.entries.path(), kernel_dirs) == 0)
+    for (const std::string& name : kernel_dirs) {
+      if (const DirHandle* dir = dirs.get(name))
+        for (const FileInfo& file : scan_files(dir->path()))
+          (void)unlink_at(dir->fd(), file.name, file.path, 0); // tags and strays
+      // Only succeeds when empty; never removes through a link (unlinkat on the name).
+      (void)unlink_at(top.entries.fd(), name, top.entries.path_of(name), AT_REMOVEDIR);
+    }
+  for (llvm::StringRef sub : {"tmp", "corrupt", "locks"}) {
+    llvm::Expected<DirHandle> dir = open_root_subdir(m_options.root, sub);
+    if (!dir) {
+      llvm::consumeError(dir.takeError());
+      continue;
+    }
+    for (const FileInfo& file : scan_files(dir->path()))
+      (void)unlink_at(dir->fd(), file.name, file.path, 0);
+  }
+  return result;
 }
 
 size_t DiskStore::sweep_stale_temps() {

@@ -1,5 +1,6 @@
 # Every external dependency is found here, once. Debian packages: llvm-dev, libxxhash-dev,
-# libfmt-dev, doctest-dev; the CUDA toolkit for NVRTC and the driver API header (never libcuda).
+# libfmt-dev, doctest-dev, libsodium-dev; the CUDA toolkit for NVRTC and the driver API header
+# (never libcuda).
 find_package(CUDAToolkit REQUIRED)
 # NVRTC alone: CMake's CUDA::nvrtc target also drags in the libcuda stub, and specjit must have
 # no link dependency on the driver (it is dlopen'ed at first use).
@@ -15,6 +16,13 @@ find_library(XXHASH_LIBRARY xxhash REQUIRED)
 add_library(specjit_xxhash INTERFACE)
 target_include_directories(specjit_xxhash INTERFACE ${XXHASH_INCLUDE_DIR})
 target_link_libraries(specjit_xxhash INTERFACE ${XXHASH_LIBRARY})
+
+# libsodium (libsodium-dev): the keyed MAC of entries crossing a trust boundary (cache/entry_auth).
+find_path(SODIUM_INCLUDE_DIR sodium.h REQUIRED)
+find_library(SODIUM_LIBRARY sodium REQUIRED)
+add_library(specjit_sodium INTERFACE)
+target_include_directories(specjit_sodium INTERFACE ${SODIUM_INCLUDE_DIR})
+target_link_libraries(specjit_sodium INTERFACE ${SODIUM_LIBRARY})
 
 # LLVM Support is linked statically: libLLVM.so is far too large to carry to a GPU host.
 find_program(LLVM_CONFIG NAMES llvm-config llvm-config-14 llvm-config-15 llvm-config-16

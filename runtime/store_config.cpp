@@ -9,6 +9,7 @@ cache::StoreOptions store_options(const Config& config) {
   options.max_bytes = config.max_cache_bytes.value;
   options.stale_temp_seconds = config.stale_temp_seconds.value;
   options.lock_timeout_ms = config.lock_timeout_ms.value;
+  options.trust_key_file = config.trust_key_file.value;
   return options;
 }
 

@@ -103,6 +103,8 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
     std::vector<std::string> list(parts.begin(), parts.end());
     config.readonly_dirs.set(std::move(list), SettingSource::environment);
   }
+  if (auto key_file = non_empty("SPECJIT_TRUST_KEY_FILE"))
+    config.trust_key_file.set(*key_file, SettingSource::environment);
   if (auto log = non_empty("SPECJIT_LOG"))
     config.log.set(*log, SettingSource::environment);
   if (auto strict = non_empty("SPECJIT_STRICT")) {
@@ -183,6 +185,9 @@ std::vector<Config::Row> Config::describe() const {
       {"device", "SPECJIT_DEVICE", std::to_string(device.value), device.source},
       {"stale_temp_seconds", "SPECJIT_STALE_TEMP_SECONDS",
        std::to_string(stale_temp_seconds.value), stale_temp_seconds.source},
+      {"trust_key_file", "SPECJIT_TRUST_KEY_FILE",
+       trust_key_file.value.empty() ? "unset" : "set (" + trust_key_file.value + ")",
+       trust_key_file.source},
   };
 }
 

@@ -41,6 +41,9 @@ struct Config {
   Setting<uint64_t> max_cache_bytes{0};            // SPECJIT_CACHE_MAX_SIZE (e.g. 10G); 0: none
   Setting<int64_t> device{0};                      // SPECJIT_DEVICE: CUDA device ordinal
   Setting<int64_t> stale_temp_seconds{3600};       // SPECJIT_STALE_TEMP_SECONDS
+  // SPECJIT_TRUST_KEY_FILE: the operator's key for entry tags (cache/entry_auth.h); only the
+  // path is kept here, the key is read by the cache and never shown.
+  Setting<std::string> trust_key_file;
   // Facts of the environment used to derive defaults, not settings of their own.
   std::string xdg_cache_home;
   std::string home;

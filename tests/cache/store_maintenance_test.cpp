@@ -155,12 +155,12 @@ TEST_CASE("clear removes every root entry, temp file, quarantined entry and lock
   write_file(store.entry_path(entries[2].key, "k"), bad);
   CHECK(store.lookup(entries[2].key, "k").corrupt.size() == 1); // quarantined
 
-  CHECK(store.clear() == 3);
+  CHECK(store.clear().removed == 3);
   CHECK(store.list().empty());
   for (const char* sub : {"tmp", "corrupt", "locks", "entries"})
     CHECK(files_in(dir / ("cache/v1/" + std::string(sub))).empty());
   CHECK(snapshot(dir / "cache/v1/entries").empty()); // kernel directories too
-  CHECK(store.clear() == 0);
+  CHECK(store.clear().removed == 0);
   publish_sample(store, "k", 1); // and the store keeps working
 }
 

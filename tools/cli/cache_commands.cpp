@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace specjit::cli {
@@ -138,11 +139,39 @@ int run_ls(Context& context) {
   return k_exit_ok;
 }
 
+llvm::json::Array refused_layers_json(const cache::DiskStore& store) {
+  llvm::json::Array list;
+  for (const cache::RefusedLayer& layer : store.refused_layers())
+    list.push_back(llvm::json::Object{{"layer", static_cast<int64_t>(layer.layer)},
+                                      {"path", layer.path},
+                                      {"reason", layer.reason}});
+  return list;
+}
+
+void print_verify(const cache::DiskStore& store, size_t total,
+                  const std::vector<cache::CorruptFinding>& bad, bool repair, bool repaired) {
+  for (const cache::RefusedLayer& layer : store.refused_layers())
+    fmt::print("refused: layer {} {}: {}\n", layer.layer, layer.path, layer.reason);
+  for (const cache::CorruptFinding& finding : bad)
+    fmt::print("bad: {}: {} ({}){}\n", finding.path, cache::entry_fault_name(finding.fault).str(),
+               finding.detail, finding.moved_aside ? "; moved aside" : "");
+  std::string outcome;
+  if (repair && !bad.empty())
+    outcome = repaired ? "; every bad root entry moved aside"
+                       : store.writable() ? "; some could not be moved aside"
+                                          : "; nothing moved: " + store.unusable_reason();
+  fmt::print("{} entries verified, {} bad{}\n", total, bad.size(), outcome);
+}
+
 int run_verify(Context& context) {
   cache::DiskStore store(store_options(context.config));
   bool repair = context.args.has("--repair");
   size_t total = store.list().size();
   std::vector<cache::CorruptFinding> bad = store.verify(repair);
+  // Only root findings can move; layer findings count as not repaired (they are read-only).
+  bool repaired = repair && std::all_of(bad.begin(), bad.end(), [](const auto& finding) {
+                    return finding.moved_aside;
+                  });
   if (context.json) {
     llvm::json::Array list;
     for (const cache::CorruptFinding& finding : bad)
@@ -150,16 +179,14 @@ int run_verify(Context& context) {
                                         {"reason", cache::entry_fault_name(finding.fault).str()},
                                         {"detail", finding.detail},
                                         {"moved_aside", finding.moved_aside}});
-    print_json(llvm::json::Object{
-        {"entries", static_cast<int64_t>(total)}, {"bad", std::move(list)}, {"repaired", repair}});
+    print_json(llvm::json::Object{{"entries", static_cast<int64_t>(total)},
+                                  {"bad", std::move(list)},
+                                  {"refused_layers", refused_layers_json(store)},
+                                  {"repaired", repair && !bad.empty() && repaired}});
   } else {
-    for (const cache::CorruptFinding& finding : bad)
-      fmt::print("bad: {}: {} ({}){}\n", finding.path, cache::entry_fault_name(finding.fault).str(),
-                 finding.detail, finding.moved_aside ? "; moved aside" : "");
-    fmt::print("{} entries verified, {} bad{}\n", total, bad.size(),
-               repair && !bad.empty() ? "; bad root entries moved aside" : "");
+    print_verify(store, total, bad, repair, repaired);
   }
-  return bad.empty() ? k_exit_ok : k_exit_problems;
+  return bad.empty() && store.refused_layers().empty() ? k_exit_ok : k_exit_problems;
 }
 
 int run_prune(Context& context) {
@@ -171,29 +198,58 @@ int run_prune(Context& context) {
     return usage_error(context, llvm::toString(max_bytes.takeError()));
   cache::DiskStore store(store_options(context.config));
   cache::PruneResult result = store.prune(*max_bytes);
+  // Done only when the root now fits; a root that cannot be written never does.
+  bool fits = result.bytes_after <= *max_bytes;
   if (context.json) {
     print_json(llvm::json::Object{{"removed", static_cast<int64_t>(result.removed)},
+                                  {"failed", static_cast<int64_t>(result.failed)},
                                   {"bytes_before", static_cast<int64_t>(result.bytes_before)},
-                                  {"bytes_after", static_cast<int64_t>(result.bytes_after)}});
+                                  {"bytes_after", static_cast<int64_t>(result.bytes_after)},
+                                  {"fits", fits}});
   } else {
     fmt::print("removed {} entries; {} -> {}\n", result.removed, format_bytes(result.bytes_before),
                format_bytes(result.bytes_after));
   }
-  return k_exit_ok;
+  if (fits)
+    return k_exit_ok;
+  return report_error(context, fmt::format("the root still holds {} (limit {}){}{}",
+                                           format_bytes(result.bytes_after),
+                                           format_bytes(*max_bytes),
+                                           result.failed ? fmt::format("; {} entries could not be "
+                                                                       "removed", result.failed)
+                                                         : "",
+                                           store.writable() ? ""
+                                                            : ": " + store.unusable_reason()));
 }
 
 int run_clear(Context& context) {
   cache::DiskStore store(store_options(context.config));
-  size_t removed = store.clear();
+  cache::ClearResult result = store.clear();
   if (context.json)
-    print_json(llvm::json::Object{{"removed", static_cast<int64_t>(removed)}});
+    print_json(llvm::json::Object{{"removed", static_cast<int64_t>(result.removed)},
+                                  {"failed", static_cast<int64_t>(result.failed)},
+                                  {"writable", store.writable()}});
   else
-    fmt::print("removed {} entries from {}\n", removed, store.options().root);
+    fmt::print("removed {} entries from {}\n", result.removed, store.options().root);
+  if (!store.writable())
+    return report_error(context, fmt::format("nothing removed: the cache root {} cannot be "
+                                             "written: {}",
+                                             store.options().root, store.unusable_reason()));
+  if (result.failed)
+    return report_error(context, fmt::format("{} entries could not be removed", result.failed));
   return k_exit_ok;
+}
+
+// The trust key's state without the key: "unset", "loaded", or why it cannot be used.
+std::string trust_key_state(const cache::DiskStore& store) {
+  if (!store.trust_key_configured())
+    return "unset";
+  return store.trust_key() ? "loaded" : "unusable: " + store.trust_key_error();
 }
 
 int run_config(Context& context) {
   std::vector<Config::Row> rows = context.config.describe();
+  cache::DiskStore store(store_options(context.config));
   if (context.json) {
     llvm::json::Array list;
     for (const Config::Row& row : rows)
@@ -201,12 +257,18 @@ int run_config(Context& context) {
                                         {"variable", row.variable},
                                         {"value", row.value},
                                         {"source", setting_source_name(row.source).str()}});
-    print_json(llvm::json::Object{{"settings", std::move(list)}});
+    print_json(llvm::json::Object{{"settings", std::move(list)},
+                                  {"refused_layers", refused_layers_json(store)},
+                                  {"trust_key", trust_key_state(store)}});
     return k_exit_ok;
   }
   for (const Config::Row& row : rows)
     fmt::print("{:<19} {:<28} {:<40} ({})\n", row.name, row.variable, row.value,
                setting_source_name(row.source).str());
+  for (const cache::RefusedLayer& layer : store.refused_layers())
+    fmt::print("refused layer {}: {}\n", layer.path, layer.reason);
+  if (store.trust_key_configured())
+    fmt::print("trust key: {}\n", trust_key_state(store));
   return k_exit_ok;
 }
 

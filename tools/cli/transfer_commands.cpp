@@ -1,12 +1,15 @@
 // export / import: move cache entries between roots as one portable file (docs/export-format.md)
 //
-//   file   := magic[8] = "SPJTEXPT"  version : u32 (= 1)  reserved : u32 (= 0)  count : u64
-//             record{count}
+//   file   := magic[8] = "SPJTEXPT"  version : u32 (= 2; 1 is still read)  reserved : u32 (= 0)
+//             count : u64  record{count}
 //   record := kernel_size : u32  kernel[kernel_size]  entry_size : u64  entry[entry_size]
+//             tag_size : u32 (0 or 32; version 2 only)  tag[tag_size]
 //
 // Integers are little-endian. An entry is the entry file's bytes, unchanged (entry_format.h),
 // so it carries its own key and checksum: import verifies each one and publishes it under the
-// key in its header, never under a name the export file chose.
+// key in its header, never under a name the export file chose. The tag (cache/entry_auth.h) is
+// written when a trust key is configured; with a key, import refuses a record without a valid
+// one. Import never replaces a verified entry of the root with different bytes.
 #include "cli.h"
 
 #include <llvm/Support/Endian.h>
@@ -22,13 +25,14 @@ namespace specjit::cli {
 namespace {
 
 constexpr llvm::StringLiteral k_magic = "SPJTEXPT";
-constexpr uint32_t k_export_version = 1;
+constexpr uint32_t k_export_version = 2;
 constexpr size_t k_file_header_size = 24;
 constexpr uint32_t k_max_kernel_size = 4096;
 
 struct Record {
   std::string kernel;
   llvm::StringRef entry; // views into the imported file
+  llvm::StringRef tag;   // empty when the record has none
 };
 
 void put_u32(std::string& out, uint32_t value) {
@@ -41,6 +45,18 @@ void put_u64(std::string& out, uint64_t value) {
   char bytes[8];
   llvm::support::endian::write64le(bytes, value);
   out.append(bytes, 8);
+}
+
+// tag_size, then the tag of the entry (none without a key).
+void put_tag(std::string& out, const cache::TrustKey* trust, const Digest128& key,
+             llvm::StringRef entry) {
+  if (trust == nullptr) {
+    put_u32(out, 0);
+    return;
+  }
+  cache::Tag tag = cache::compute_tag(*trust, key, entry);
+  put_u32(out, static_cast<uint32_t>(tag.size()));
+  out.append(reinterpret_cast<const char*>(tag.data()), tag.size());
 }
 
 // Writes next to the destination, then renames: a reader never sees half an export.
@@ -74,6 +90,9 @@ int run_export(Context& context) {
   std::string records;
   uint64_t count = 0;
   size_t bad = 0;
+  const cache::TrustKey* trust = store.trust_key();
+  if (store.trust_key_configured() && trust == nullptr)
+    return report_error(context, "cannot tag the export: " + store.trust_key_error());
   std::set<std::string> seen; // a key in the root shadows the same key in a base layer
   for (const cache::ListedEntry& entry :
        kernel ? store.list(llvm::StringRef(*kernel)) : store.list()) {
@@ -91,12 +110,19 @@ int run_export(Context& context) {
       ++bad;
       continue;
     }
+    if (auto problem = store.layer_entry_problem(entry.location, decoded->key,
+                                                 (*buffer)->getBuffer())) {
+      warn(context, fmt::format("skipped {}: untrusted: {}", entry.location.path, *problem));
+      ++bad;
+      continue;
+    }
     if (!seen.insert(decoded->key.hex()).second)
       continue;
     put_u32(records, static_cast<uint32_t>(entry.kernel.size()));
     records += entry.kernel;
     put_u64(records, (*buffer)->getBufferSize());
     records += (*buffer)->getBuffer();
+    put_tag(records, trust, decoded->key, (*buffer)->getBuffer());
     ++count;
   }
   std::string bytes(k_magic.data(), k_magic.size());
@@ -127,7 +153,7 @@ llvm::Expected<std::vector<Record>> read_records(llvm::StringRef bytes, const st
   if (bytes.size() < k_file_header_size || !bytes.startswith(k_magic))
     return fail("not a specjit export file (bad magic)");
   uint32_t version = llvm::support::endian::read32le(bytes.data() + 8);
-  if (version != k_export_version)
+  if (version != 1 && version != k_export_version)
     return fail(fmt::format("export format version {} is not supported (this build reads {})",
                             version, k_export_version));
   uint64_t count = llvm::support::endian::read64le(bytes.data() + 16);
@@ -148,12 +174,94 @@ llvm::Expected<std::vector<Record>> read_records(llvm::StringRef bytes, const st
     rest = rest.drop_front(8);
     if (entry_size > rest.size() || entry_size > cache::k_max_entry_bytes)
       return fail(fmt::format("truncated or bad entry length in record {}", i));
-    records.push_back({std::move(kernel), rest.take_front(entry_size)});
+    llvm::StringRef entry = rest.take_front(entry_size);
     rest = rest.drop_front(entry_size);
+    llvm::StringRef tag;
+    if (version >= 2) {
+      uint32_t tag_size = rest.size() < 4 ? UINT32_MAX : llvm::support::endian::read32le(rest.data());
+      if (tag_size != 0 && tag_size != cache::k_tag_size)
+        return fail(fmt::format("truncated or bad tag length in record {}", i));
+      if (rest.size() < 4ull + tag_size)
+        return fail(fmt::format("truncated tag in record {}", i));
+      tag = rest.substr(4, tag_size);
+      rest = rest.drop_front(4 + tag_size);
+    }
+    records.push_back({std::move(kernel), entry, tag});
   }
   if (!rest.empty())
     return fail(fmt::format("{} trailing bytes after the last record", rest.size()));
   return records;
+}
+
+// What happened to one record.
+enum class Outcome { imported, unchanged, conflict, bad };
+
+struct ImportReport {
+  size_t imported = 0, unchanged = 0;
+  llvm::json::Array bad, conflicts;
+};
+
+// Why a record must not be published, before looking at the root: it does not verify, names
+// another kernel, or (with a key) carries no valid tag.
+llvm::Error record_problem(const Record& record, llvm::Expected<cache::DecodedEntry>& decoded,
+                           const cache::DiskStore& store) {
+  if (!decoded)
+    return decoded.takeError();
+  if (decoded->metadata.key_inputs.kernel != record.kernel)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(), "names kernel '%s' but holds an entry of '%s'",
+        record.kernel.c_str(), decoded->metadata.key_inputs.kernel.c_str());
+  if (!store.trust_key_configured())
+    return llvm::Error::success();
+  llvm::ArrayRef<uint8_t> tag(reinterpret_cast<const uint8_t*>(record.tag.data()),
+                              record.tag.size());
+  if (record.tag.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "untrusted: the record carries no tag");
+  if (!cache::verify_tag(*store.trust_key(), decoded->key, record.entry, tag))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "untrusted: the tag does not verify under the configured key");
+  return llvm::Error::success();
+}
+
+Outcome import_record(cache::DiskStore& store, const Record& record, std::string& message,
+                      std::string& key_hex) {
+  auto decoded = cache::decode_entry(record.entry, std::nullopt);
+  if (llvm::Error problem = record_problem(record, decoded, store)) {
+    message = llvm::toString(std::move(problem));
+    return Outcome::bad;
+  }
+  key_hex = decoded->key.hex();
+  if (std::optional<cache::LoadedEntry> existing = store.root_entry(decoded->key, record.kernel)) {
+    if (existing->bytes->getBuffer() == record.entry)
+      return Outcome::unchanged;
+    message = fmt::format("conflict: {} already holds a verified entry of this key with "
+                          "different bytes; kept it",
+                          existing->location.path);
+    return Outcome::conflict;
+  }
+  if (llvm::Error problem = store.publish(decoded->key, record.kernel, record.entry)) {
+    message = llvm::toString(std::move(problem));
+    return Outcome::bad;
+  }
+  return Outcome::imported;
+}
+
+void print_import(const Context& context, const ImportReport& report, const std::string& file,
+                  size_t records, const std::string& root) {
+  if (context.json) {
+    print_json(llvm::json::Object{{"file", file},
+                                  {"imported", static_cast<int64_t>(report.imported)},
+                                  {"unchanged", static_cast<int64_t>(report.unchanged)},
+                                  {"conflicts", llvm::json::Array(report.conflicts)},
+                                  {"bad", llvm::json::Array(report.bad)}});
+    return;
+  }
+  fmt::print("imported {} of {} entries into {}{}{}\n", report.imported, records, root,
+             report.unchanged ? fmt::format("; {} already there", report.unchanged) : "",
+             report.conflicts.empty()
+                 ? ""
+                 : fmt::format("; {} conflicts (existing entries kept)", report.conflicts.size()));
 }
 
 int run_import(Context& context) {
@@ -169,38 +277,31 @@ int run_import(Context& context) {
   if (!store.writable())
     return report_error(context, fmt::format("the cache root {} cannot be written: {}",
                                              store.options().root, store.unusable_reason()));
-  size_t imported = 0;
-  llvm::json::Array bad;
+  if (store.trust_key_configured() && store.trust_key() == nullptr)
+    return report_error(context, "nothing imported: " + store.trust_key_error());
+  ImportReport report;
   for (size_t i = 0; i < records->size(); ++i) {
     const Record& record = (*records)[i];
-    auto decoded = cache::decode_entry(record.entry, std::nullopt);
-    llvm::Error problem = llvm::Error::success();
-    if (!decoded)
-      problem = decoded.takeError();
-    else if (decoded->metadata.key_inputs.kernel != record.kernel)
-      problem = llvm::createStringError(
-          llvm::inconvertibleErrorCode(), "names kernel '%s' but holds an entry of '%s'",
-          record.kernel.c_str(), decoded->metadata.key_inputs.kernel.c_str());
-    else
-      problem = store.publish(decoded->key, record.kernel, record.entry);
-    if (!problem) {
-      ++imported;
+    std::string message, key;
+    Outcome outcome = import_record(store, record, message, key);
+    report.imported += outcome == Outcome::imported;
+    report.unchanged += outcome == Outcome::unchanged;
+    if (outcome == Outcome::imported || outcome == Outcome::unchanged)
       continue;
-    }
-    std::string message = llvm::toString(std::move(problem));
     if (!context.json)
       fmt::print(stderr, "record {} ({}): {}\n", i, record.kernel, message);
-    bad.push_back(llvm::json::Object{
-        {"record", static_cast<int64_t>(i)}, {"kernel", record.kernel}, {"reason", message}});
+    llvm::json::Object row{{"record", static_cast<int64_t>(i)},
+                           {"kernel", record.kernel},
+                           {"reason", message}};
+    if (outcome == Outcome::conflict) {
+      row["key"] = key;
+      report.conflicts.push_back(std::move(row));
+    } else {
+      report.bad.push_back(std::move(row));
+    }
   }
-  size_t failures = bad.size();
-  if (context.json)
-    print_json(llvm::json::Object{
-        {"file", file}, {"imported", static_cast<int64_t>(imported)}, {"bad", std::move(bad)}});
-  else
-    fmt::print("imported {} of {} entries into {}\n", imported, records->size(),
-               store.options().root);
-  return failures == 0 ? k_exit_ok : k_exit_problems;
+  print_import(context, report, file, records->size(), store.options().root);
+  return report.bad.empty() && report.conflicts.empty() ? k_exit_ok : k_exit_problems;
 }
 
 } // namespace
