@@ -7,6 +7,8 @@
 #include "cache/store_layout.h"
 #include "support/logging.h"
 
+#include <llvm/Support/FileSystem.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
@@ -175,6 +177,19 @@ int remove_entry(KernelDirCache& dirs, const FileInfo& file) {
   return err;
 }
 
+// Regular files directly in <root>/logs; links and other things are not followed or counted.
+uint64_t logs_bytes(const std::string& root) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(root + "/logs", ec, /*follow_symlinks=*/false), end;
+       !ec && it != end; it.increment(ec)) {
+    llvm::ErrorOr<llvm::sys::fs::basic_file_status> status = it->status();
+    if (status && status->type() == llvm::sys::fs::file_type::regular_file)
+      total += status->getSize();
+  }
+  return total;
+}
+
 } // namespace
 
 PruneResult DiskStore::prune(uint64_t max_bytes) {
@@ -186,7 +201,9 @@ PruneResult DiskStore::prune(uint64_t max_bytes) {
   std::sort(files.begin(), files.end(), [](const FileInfo& a, const FileInfo& b) {
     return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.path < b.path;
   });
-  uint64_t total = 0;
+  // The recompilation log under <root>/logs counts toward the limit (it is never evicted: it
+  // rotates at its own limit, runtime/event_log.h), so entries make room for it.
+  uint64_t total = logs_bytes(m_options.root);
   for (const FileInfo& file : files)
     total += file.bytes;
   result.bytes_before = total;

@@ -21,7 +21,7 @@ uint64_t next_instance_id() {
 
 Engine::Impl::Impl(const Config& config_in)
     : config(config_in), instance_id(next_instance_id()), store(store_options(config_in)),
-      log(config_in.log_path()) {
+      log(config_in.log_path(), config_in.log_max_bytes.value) {
   // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
   sealed = config.strict.value != StrictMode::off;
   if (store.writable())

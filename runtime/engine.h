@@ -54,6 +54,9 @@ struct Variant {
   std::vector<std::string> warnings; // ptxas diagnostics, verbatim (e.g. C7515)
   double compile_ms = 0; // from the entry's metadata when loaded from disk
   VariantSource source = VariantSource::compiled;
+  // Why a compiled variant is not in the writable cache (a failed publish: a full disk, a
+  // blocked kernel directory; or a refused root); empty when it was saved or loaded from disk.
+  std::string not_saved;
   // Loaded state (get()):
   CUmodule module = nullptr;
   CUfunction function = nullptr;

@@ -12,6 +12,8 @@
 #include <ctime>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace specjit::runtime {
@@ -28,7 +30,26 @@ std::string utc_timestamp_now() {
                      micros % 1'000'000);
 }
 
-EventLog::EventLog(std::optional<std::string> path) : m_path(std::move(path)) {}
+std::string rotated_log_path(llvm::StringRef path, int index) {
+  llvm::StringRef extension = llvm::sys::path::extension(path);
+  llvm::StringRef stem = path.drop_back(extension.size());
+  return fmt::format("{}.{}{}", stem.str(), index, extension.str());
+}
+
+std::vector<std::string> rotated_log_paths(llvm::StringRef path) {
+  std::vector<std::string> paths;
+  for (int index = k_kept_rotations; index >= 1; --index)
+    paths.push_back(rotated_log_path(path, index));
+  paths.push_back(path.str());
+  return paths;
+}
+
+int open_log_for_append(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+EventLog::EventLog(std::optional<std::string> path, uint64_t max_bytes)
+    : m_path(std::move(path)), m_max_bytes(max_bytes) {}
 
 EventLog::~EventLog() {
   if (m_fd >= 0)
@@ -48,17 +69,60 @@ void EventLog::write(llvm::json::Object event) {
   line.push_back('\n');
 
   std::lock_guard<std::mutex> lock(m_mutex);
+  append(line);
+  rotate_if_full();
+}
+
+void EventLog::append(const std::string& line) {
   if (m_fd < 0) {
     llvm::sys::fs::create_directories(llvm::sys::path::parent_path(*m_path));
-    m_fd = ::open(m_path->c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    m_fd = open_log_for_append(*m_path);
   }
   // One write(2) per line with O_APPEND: lines of concurrent processes never interleave.
   ssize_t written = m_fd < 0 ? -1 : ::write(m_fd, line.data(), line.size());
-  if (written != static_cast<ssize_t>(line.size()) && !m_reported_failure) {
+  if (written == static_cast<ssize_t>(line.size()))
+    return;
+  int cause = written < 0 ? errno : ENOSPC;
+  if (written > 0) {
+    // A cut line: take it back off, so the next event is not glued to it. Our bytes end at
+    // the file offset; when another process appended after them they stay (that reader skips
+    // one unreadable line) rather than cutting the other process's line.
+    off_t end = ::lseek(m_fd, 0, SEEK_CUR);
+    struct stat st {};
+    if (end >= written && ::flock(m_fd, LOCK_EX) == 0) {
+      if (::fstat(m_fd, &st) == 0 && st.st_size == end)
+        (void)::ftruncate(m_fd, end - written);
+      ::flock(m_fd, LOCK_UN);
+    }
+  }
+  if (!m_reported_failure) {
     m_reported_failure = true;
     log_warning(llvm::Twine("cannot write the recompilation log ") + *m_path + ": " +
-                std::strerror(errno) + "; further events are dropped silently");
+                std::strerror(cause) + "; events are dropped until it can be written again");
   }
+}
+
+void EventLog::rotate_if_full() {
+  struct stat mine {};
+  if (m_fd < 0 || ::fstat(m_fd, &mine) != 0 || static_cast<uint64_t>(mine.st_size) < m_max_bytes)
+    return;
+  // The file lock makes one process rotate; the others find the path on a new file and
+  // reopen. Renames keep every complete line: writers still holding the old file append to
+  // the rotated name.
+  if (::flock(m_fd, LOCK_EX) != 0)
+    return;
+  struct stat current {};
+  bool still_ours = ::lstat(m_path->c_str(), &current) == 0 && current.st_ino == mine.st_ino &&
+                    current.st_dev == mine.st_dev;
+  if (still_ours) {
+    for (int index = k_kept_rotations; index > 1; --index)
+      (void)::rename(rotated_log_path(*m_path, index - 1).c_str(),
+                     rotated_log_path(*m_path, index).c_str());
+    (void)::rename(m_path->c_str(), rotated_log_path(*m_path, 1).c_str());
+  }
+  ::flock(m_fd, LOCK_UN);
+  ::close(m_fd);
+  m_fd = -1; // the next event opens (creates) the new file
 }
 
 } // namespace specjit::runtime

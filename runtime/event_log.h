@@ -6,22 +6,42 @@
 // compile_failed {log}, entry_corrupt / write_failed {path, detail}, storm {param,
 // distinct_values}. Logging never fails a call: a log that cannot be written is reported once
 // on stderr and then ignored.
+//
+// Whole lines only: a short write (a full disk) is cut back off the file, so the next event
+// after space returns starts a line of its own. The log rotates past a size limit
+// (SPECJIT_LOG_MAX_SIZE): events.jsonl -> events.1.jsonl -> events.2.jsonl (the oldest goes);
+// the readers read the rotated files too, oldest first.
 #pragma once
 
 #include <llvm/Support/JSON.h>
 
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace specjit::runtime {
 
 inline constexpr int k_log_schema_version = 1;
+inline constexpr int k_kept_rotations = 2;
+inline constexpr uint64_t k_default_log_max_bytes = 64ull << 20;
+
+// The log and its rotated files, oldest first: events.2.jsonl, events.1.jsonl, events.jsonl.
+std::vector<std::string> rotated_log_paths(llvm::StringRef path);
+// The name of rotation `index` (1 = the newest rotated file): events.jsonl -> events.1.jsonl.
+std::string rotated_log_path(llvm::StringRef path, int index);
+
+// Opens the log for appending, never through a symlink at its last component. The one place
+// the log file is opened: a root-relative open (a checked directory handle) replaces it here.
+// Returns the descriptor or -1 with errno set.
+int open_log_for_append(const std::string& path);
 
 class EventLog {
 public:
   // nullopt: logging off. The file and its directory are created on the first event.
-  explicit EventLog(std::optional<std::string> path);
+  explicit EventLog(std::optional<std::string> path,
+                    uint64_t max_bytes = k_default_log_max_bytes);
   ~EventLog();
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -33,8 +53,13 @@ public:
   void write(llvm::json::Object event);
 
 private:
+  // Both under m_mutex.
+  void append(const std::string& line);
+  void rotate_if_full();
+
   std::optional<std::string> m_path;
-  std::mutex m_mutex; // guards m_fd's lazy open
+  uint64_t m_max_bytes;
+  std::mutex m_mutex; // guards m_fd's lazy open, appends and rotation
   int m_fd = -1;
   bool m_reported_failure = false;
 };

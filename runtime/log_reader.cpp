@@ -1,10 +1,14 @@
 #include "runtime/log_reader.h"
 
+#include "runtime/event_log.h"
+#include "runtime/log_line.h"
+
+#include "support/bounded_file.h"
 #include "support/error.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringSwitch.h>
-#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/FileSystem.h>
 
 #include <fmt/format.h>
 
@@ -17,24 +21,32 @@ namespace {
 
 constexpr size_t k_kept_bad_line_numbers = 10;
 
-std::string string_field(const llvm::json::Object& object, llvm::StringRef name) {
-  if (auto text = object.getString(name))
-    return text->str();
-  return {};
+// `layer` may be written as a number or a string; either reads back as text.
+std::string any_text(const JsonSpan& span) {
+  return span.kind == JsonSpan::Kind::string ? decoded_string(span) : span.raw.str();
 }
 
-// `layer` may be written as a number or a string; either reads back as text.
+std::string string_text(const JsonSpan& span) {
+  return span.kind == JsonSpan::Kind::string ? decoded_string(span) : std::string();
+}
+
 std::string any_field(const llvm::json::Object& object, llvm::StringRef name) {
   const llvm::json::Value* value = object.get(name);
   return value ? variant_value_text(*value) : std::string();
 }
 
-std::vector<LoggedDiff> read_diff(const llvm::json::Object& object) {
+std::optional<llvm::json::Value> parse_span(const JsonSpan& span) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(span.raw);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return std::nullopt;
+  }
+  return std::move(*value);
+}
+
+std::vector<LoggedDiff> read_diff(const llvm::json::Array& list) {
   std::vector<LoggedDiff> diff;
-  const llvm::json::Array* list = object.getArray("diff");
-  if (list == nullptr)
-    return diff;
-  for (const llvm::json::Value& item : *list) {
+  for (const llvm::json::Value& item : list) {
     const llvm::json::Object* entry = item.getAsObject();
     if (entry == nullptr)
       continue;
@@ -44,40 +56,119 @@ std::vector<LoggedDiff> read_diff(const llvm::json::Object& object) {
   return diff;
 }
 
-std::optional<LogEvent> read_event(llvm::StringRef line) {
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
-  if (!value) {
-    llvm::consumeError(value.takeError());
-    return std::nullopt;
+// The spans of one line's members, decoded once the whole line is known to be an object.
+struct LineSpans {
+  std::optional<JsonSpan> event, variant, diff;
+};
+
+// One scalar member into the event; nested ones are kept in `spans` for later.
+void read_member(LogEvent& event, LineSpans& spans, llvm::StringRef key, const JsonSpan& value) {
+  // Dispatch on the first letter: most lines have a dozen members, and comparing each key with
+  // every name was a tenth of the reading time.
+  switch (key.empty() ? '\0' : key.front()) {
+  case 'a': if (key == "arch") event.arch = string_text(value); break;
+  case 'd':
+    if (key == "diff")
+      spans.diff = value;
+    else if (key == "detail")
+      event.detail = string_text(value);
+    else if (key == "distinct_values")
+      event.distinct_values = span_integer(value).value_or(0);
+    break;
+  case 'e': if (key == "event") spans.event = value; break;
+  case 'k':
+    if (key == "kernel")
+      event.kernel = string_text(value);
+    else if (key == "key")
+      event.key = string_text(value);
+    break;
+  case 'l':
+    if (key == "layer")
+      event.layer = any_text(value);
+    else if (key == "log")
+      event.log = string_text(value);
+    break;
+  case 'm': if (key == "ms") event.ms = span_number(value).value_or(0.0); break;
+  case 'n': if (key == "nvrtc") event.nvrtc = any_text(value); break;
+  case 'p':
+    if (key == "pid")
+      event.pid = span_integer(value).value_or(0);
+    else if (key == "phase")
+      event.phase = string_text(value);
+    else if (key == "path")
+      event.path = string_text(value);
+    else if (key == "param")
+      event.param = string_text(value);
+    break;
+  case 'r': if (key == "reason") event.reason = string_text(value); break;
+  case 't': if (key == "ts") event.ts = string_text(value); break;
+  case 'v':
+    if (key == "v")
+      event.version = span_integer(value).value_or(0);
+    else if (key == "variant")
+      spans.variant = value;
+    break;
+  default: break;
   }
-  const llvm::json::Object* object = value->getAsObject();
-  if (object == nullptr || !object->getString("event"))
-    return std::nullopt;
-  LogEvent event;
-  event.event = string_field(*object, "event");
+}
+
+// Decodes the nested members the options ask for; false when one does not parse.
+bool read_nested(LogEvent& event, const LineSpans& spans, const LogReadOptions& options) {
+  if (spans.variant && spans.variant->kind == JsonSpan::Kind::object) {
+    event.variant_json = spans.variant->raw.str();
+    if (options.variants) {
+      std::optional<llvm::json::Value> parsed = parse_span(*spans.variant);
+      if (!parsed)
+        return false;
+      event.variant = std::move(*parsed->getAsObject());
+    }
+  }
+  if (options.diffs && spans.diff && spans.diff->kind == JsonSpan::Kind::array) {
+    std::optional<llvm::json::Value> parsed = parse_span(*spans.diff);
+    if (!parsed)
+      return false;
+    event.diff = read_diff(*parsed->getAsArray());
+  }
+  return true;
+}
+
+} // namespace
+
+LineResult parse_log_line(llvm::StringRef line, const LogReadOptions& options, LogEvent& event) {
+  LineSpans spans;
+  bool object = scan_json_members(line, [&](llvm::StringRef key, const JsonSpan& value) {
+    read_member(event, spans, key, value);
+  });
+  if (!object || !spans.event || spans.event->kind != JsonSpan::Kind::string)
+    return LineResult::bad;
+  if (options.kernel && event.kernel != *options.kernel)
+    return LineResult::filtered;
+  if (!read_nested(event, spans, options))
+    return LineResult::bad;
+  event.event = decoded_string(*spans.event);
   event.kind = event_kind_from_name(event.event);
-  event.version = object->getInteger("v").getValueOr(0);
-  event.ts = string_field(*object, "ts");
   event.ts_micros = parse_utc_timestamp(event.ts);
-  event.pid = object->getInteger("pid").getValueOr(0);
-  event.kernel = string_field(*object, "kernel");
-  if (const llvm::json::Object* variant = object->getObject("variant"))
-    event.variant = *variant;
-  event.key = string_field(*object, "key");
-  event.ms = object->getNumber("ms").getValueOr(0.0);
-  event.arch = string_field(*object, "arch");
-  event.nvrtc = any_field(*object, "nvrtc");
-  event.reason = string_field(*object, "reason");
-  event.phase = string_field(*object, "phase");
-  event.diff = read_diff(*object);
-  event.layer = any_field(*object, "layer");
-  event.log = string_field(*object, "log");
-  event.path = string_field(*object, "path");
-  event.detail = string_field(*object, "detail");
-  event.param = string_field(*object, "param");
-  event.distinct_values = object->getInteger("distinct_values").getValueOr(0);
+  return LineResult::event;
+}
+
+std::optional<LogEvent> parse_log_line(llvm::StringRef line) {
+  LogEvent event;
+  if (parse_log_line(line, LogReadOptions{}, event) != LineResult::event)
+    return std::nullopt;
   return event;
 }
+
+llvm::json::Object variant_from_json(llvm::StringRef text) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return {};
+  }
+  const llvm::json::Object* object = value->getAsObject();
+  return object ? *object : llvm::json::Object();
+}
+
+namespace {
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm): timegm is
 // not in POSIX and depends on the time zone database.
@@ -120,7 +211,7 @@ LogContents parse_log(llvm::StringRef text) {
     if (line.trim().empty())
       continue;
     ++contents.lines;
-    std::optional<LogEvent> event = read_event(line);
+    std::optional<LogEvent> event = parse_log_line(line);
     if (!event) {
       ++contents.bad_lines;
       if (contents.bad_line_numbers.size() < k_kept_bad_line_numbers)
@@ -133,12 +224,85 @@ LogContents parse_log(llvm::StringRef text) {
   return contents;
 }
 
+namespace {
+
+constexpr uint64_t k_progress_step = 8ull << 20;
+
+llvm::Error scan_file(const std::string& file, LogScan& scan, LogVisitor visit,
+                      const LogReadOptions& options, std::optional<LogProgressSink> progress,
+                      LogProgress& seen) {
+  auto opened = RegularFile::open(file, "log", k_max_log_bytes);
+  if (!opened)
+    return opened.takeError();
+  LineReader reader(std::move(*opened));
+  llvm::StringRef line;
+  size_t number = 0;
+  uint64_t base = seen.bytes_read, next_report = 0;
+  while (reader.next(line)) {
+    ++number;
+    if (line.trim().empty())
+      continue;
+    ++scan.lines;
+    LogEvent event;
+    LineResult result = parse_log_line(line, options, event);
+    if (result == LineResult::bad) {
+      ++scan.bad_lines;
+      if (scan.bad_line_numbers.size() < k_kept_bad_line_numbers)
+        scan.bad_line_numbers.push_back(number);
+    } else if (result == LineResult::event) {
+      event.line = number;
+      visit(std::move(event), file);
+    }
+    if (progress && reader.bytes_read() >= next_report) {
+      seen.bytes_read = base + reader.bytes_read();
+      (*progress)(seen);
+      next_report = reader.bytes_read() + k_progress_step;
+    }
+  }
+  seen.bytes_read = base + reader.bytes_read();
+  scan.bytes += reader.bytes_read();
+  if (auto err = reader.take_error())
+    return make_error(Errc::io, "cannot read log {}: {}", file, llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<LogScan> scan_log(llvm::StringRef path, LogVisitor visit,
+                                 const LogReadOptions& options,
+                                 std::optional<LogProgressSink> progress) {
+  LogScan scan;
+  LogProgress seen;
+  std::vector<std::string> files;
+  for (const std::string& file : rotated_log_paths(path)) {
+    uint64_t size = 0;
+    if (file != path && llvm::sys::fs::file_size(file, size))
+      continue; // rotated files come and go with the writers
+    files.push_back(file);
+    seen.bytes_total += size;
+  }
+  if (progress) // the live file's size: after the loop, so it includes a rotation's new file
+    if (uint64_t size = 0; !llvm::sys::fs::file_size(path, size))
+      seen.bytes_total += size;
+  for (const std::string& file : files) {
+    if (auto err = scan_file(file, scan, visit, options, progress, seen))
+      return err;
+    scan.files.push_back(file);
+  }
+  return scan;
+}
+
 llvm::Expected<LogContents> read_log(llvm::StringRef path) {
-  auto buffer =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return make_error(Errc::io, "cannot read log {}: {}", path.str(), buffer.getError().message());
-  return parse_log((*buffer)->getBuffer());
+  LogContents contents;
+  auto scan = scan_log(path, [&](LogEvent&& event, llvm::StringRef) {
+    contents.events.push_back(std::move(event));
+  });
+  if (!scan)
+    return scan.takeError();
+  contents.lines = scan->lines;
+  contents.bad_lines = scan->bad_lines;
+  contents.bad_line_numbers = scan->bad_line_numbers;
+  return contents;
 }
 
 std::optional<int64_t> parse_utc_timestamp(llvm::StringRef text) {

@@ -5,6 +5,7 @@
 // Fields an event lacks keep their defaults; unknown events are kept with kind `other`.
 #pragma once
 
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/JSON.h>
@@ -43,7 +44,8 @@ struct LogEvent {
   std::optional<int64_t> ts_micros; // since the epoch; nullopt when ts does not parse
   int64_t pid = 0;
   std::string kernel;
-  llvm::json::Object variant;
+  llvm::json::Object variant; // empty when read with LogReadOptions::variants off
+  std::string variant_json;   // the variant object's text as logged, always
   std::string key;
   // compile, disk_hit
   double ms = 0;
@@ -68,9 +70,47 @@ struct LogContents {
   std::vector<size_t> bad_line_numbers; // the first few, for messages
 };
 
-// Parses a whole log. Never fails: bad lines are counted.
+// What a reader decodes. Decoding the nested variant and diff objects is most of the cost of a
+// line: `specjit log` leaves them out (variant_json keeps the text); --kernel filters before
+// anything is decoded.
+struct LogReadOptions {
+  bool variants = true;
+  bool diffs = true;
+  std::optional<std::string> kernel; // only this kernel's events (others are not handed over)
+};
+
+enum class LineResult { event, filtered, bad };
+// Parses one line into `event`: bad when it is not a JSON object with an "event" field.
+LineResult parse_log_line(llvm::StringRef line, const LogReadOptions& options, LogEvent& event);
+std::optional<LogEvent> parse_log_line(llvm::StringRef line);
+// A logged variant object's text back as an object (empty when it does not parse).
+llvm::json::Object variant_from_json(llvm::StringRef text);
+// Parses a whole log held in memory (tests, the fuzzer). Never fails: bad lines are counted.
 LogContents parse_log(llvm::StringRef text);
-// Reads and parses the file at `path`; an error only when it cannot be read.
+
+// What a streamed read saw; the events went to the visitor.
+struct LogScan {
+  std::vector<std::string> files; // read, oldest first
+  size_t lines = 0;
+  size_t bad_lines = 0;
+  std::vector<size_t> bad_line_numbers; // the first few (line numbers within their file)
+  uint64_t bytes = 0;
+};
+struct LogProgress {
+  uint64_t bytes_read = 0;
+  uint64_t bytes_total = 0;
+};
+using LogVisitor = llvm::function_ref<void(LogEvent&& event, llvm::StringRef file)>;
+using LogProgressSink = llvm::function_ref<void(const LogProgress&)>;
+
+// Streams the log at `path` and its rotated predecessors (event_log.h: rotated_log_paths),
+// oldest first, line by line with bounded memory. Each file must be a regular file of at most
+// k_max_log_bytes; an error when one cannot be read (a missing rotated file is skipped, a
+// missing `path` is an error). `progress`, when given, is called every few megabytes.
+llvm::Expected<LogScan> scan_log(llvm::StringRef path, LogVisitor visit,
+                                 const LogReadOptions& options = {},
+                                 std::optional<LogProgressSink> progress = std::nullopt);
+// scan_log into memory, for small logs and tests.
 llvm::Expected<LogContents> read_log(llvm::StringRef path);
 
 // "2026-11-29T16:26:23.123456Z" (fraction optional, "Z" or "+00:00") -> microseconds since the

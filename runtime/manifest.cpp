@@ -345,6 +345,8 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
   llvm::Expected<llvm::json::Value> root = llvm::json::parse(text);
   if (!root)
     return syntax_error(root.takeError(), file_name);
+  if (auto err = check_duplicate_keys(text, file_name))
+    return err;
   const Lines lines = field_lines(text);
   const llvm::json::Object* object = root->getAsObject();
   if (object == nullptr)

@@ -3,6 +3,7 @@
 
 #include "runtime/ops/fused_moe.h"
 
+#include "support/bounded_file.h"
 #include "support/error.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -25,19 +26,10 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
     path = llvm::sys::path::parent_path(model.file());
     llvm::sys::path::append(path, name);
   }
-  llvm::sys::fs::file_status status;
-  if (std::error_code ec = llvm::sys::fs::status(path, status))
-    return model.error("config_table", fmt::format("cannot read {}: {}", path.str().str(),
-                                                   ec.message()));
-  if (status.type() != llvm::sys::fs::file_type::regular_file ||
-      status.getSize() > k_max_table_bytes)
-    return model.error("config_table",
-                       fmt::format("{} is not a regular file of at most 1 MiB", path.str().str()));
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return model.error("config_table", fmt::format("cannot read {}: {}", path.str().str(),
-                                                   buffer.getError().message()));
-  auto table = ops::parse_moe_config_table((*buffer)->getBuffer());
+  auto text = read_regular_file(path.str(), "moe config table", k_max_table_bytes);
+  if (!text)
+    return model.error("config_table", llvm::toString(text.takeError()));
+  auto table = ops::parse_moe_config_table(*text);
   if (!table)
     return model.error("config_table", fmt::format("{}: {}", path.str().str(),
                                                    llvm::toString(table.takeError())));

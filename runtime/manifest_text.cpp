@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <set>
+
 namespace specjit::runtime {
 
 namespace {
@@ -31,6 +34,8 @@ public:
       : m_text(text), m_lines(lines) {}
 
   void scan() { value("", 0); }
+  // The first key that appears twice in one object: its path and the line of the repeat.
+  const std::optional<std::pair<std::string, unsigned>>& duplicate() const { return m_duplicate; }
 
 private:
   bool at_end() const { return m_pos >= m_text.size(); }
@@ -76,6 +81,7 @@ private:
 
   void members(const std::string& path, int depth) {
     advance();
+    std::set<std::string> keys;
     for (skip_space(); !at_end() && peek() != '}'; skip_space()) {
       if (peek() == ',') {
         advance();
@@ -85,6 +91,8 @@ private:
         return; // not valid JSON; parse() reports it
       unsigned key_line = m_line;
       std::string key = string();
+      if (!keys.insert(key).second && !m_duplicate)
+        m_duplicate.emplace(child_path(path, key), key_line);
       m_lines[child_path(path, key)] = key_line;
       skip_space();
       advance(); // ':'
@@ -111,6 +119,7 @@ private:
   std::map<std::string, unsigned>& m_lines;
   size_t m_pos = 0;
   unsigned m_line = 1;
+  std::optional<std::pair<std::string, unsigned>> m_duplicate;
 };
 
 } // namespace
@@ -119,6 +128,17 @@ std::map<std::string, unsigned> field_lines(llvm::StringRef text) {
   std::map<std::string, unsigned> lines;
   LineScanner(text, lines).scan();
   return lines;
+}
+
+llvm::Error check_duplicate_keys(llvm::StringRef text, llvm::StringRef file_name) {
+  std::map<std::string, unsigned> lines;
+  LineScanner scanner(text, lines);
+  scanner.scan();
+  if (const auto& duplicate = scanner.duplicate())
+    return make_error(Errc::invalid_argument,
+                      "{}:{}: field '{}': duplicate key; each key may appear once per object",
+                      file_name.str(), duplicate->second, duplicate->first);
+  return llvm::Error::success();
 }
 
 llvm::Error check_depth(llvm::StringRef text, llvm::StringRef file_name) {

@@ -19,6 +19,10 @@ std::string element_path(const std::string& parent, size_t index);
 // a second, small scan of the (already validated) text.
 std::map<std::string, unsigned> field_lines(llvm::StringRef text);
 
+// Refuses a key that appears twice in one object (llvm::json keeps one of them silently):
+// "FILE:LINE: field 'variants[0].values.cols': duplicate key". On valid JSON only.
+llvm::Error check_duplicate_keys(llvm::StringRef text, llvm::StringRef file_name);
+
 // Refuses documents nested deeper than 64 levels, before llvm::json::parse recurses into them.
 llvm::Error check_depth(llvm::StringRef text, llvm::StringRef file_name);
 

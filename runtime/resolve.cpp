@@ -306,9 +306,13 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
       counters.write_failures.fetch_add(1, std::memory_order_relaxed);
       llvm::json::Object event = event_base("write_failed", request);
       event["path"] = store.entry_path(request.key, def.id);
-      event["detail"] = llvm::toString(std::move(err));
+      std::string detail = llvm::toString(std::move(err));
+      out.not_saved = detail;
+      event["detail"] = std::move(detail);
       log.write(std::move(event));
     }
+  } else {
+    out.not_saved = "the cache cannot be written: " + store.unusable_reason();
   }
   out.cubin = std::move(compiled->cubin);
   out.lowered_name = compiled->lowered_name;

@@ -16,7 +16,7 @@ std::string Policy::name() const {
   case PolicyKind::bucketed:
     if (buckets.empty())
       return "bucketed(pow2)";
-    return fmt::format("bucketed({})", fmt::join(buckets, ","));
+    return fmt::format("bucketed({}{})", fmt::join(buckets, ","), overflow ? ",+inf" : "");
   case PolicyKind::divisibility:
     return fmt::format("divisibility({}){}", divisor, special_one ? "+one" : "");
   }
@@ -33,6 +33,13 @@ llvm::Error Policy::validate() const {
                         name());
     if (!buckets.empty() && buckets.front() < 0)
       return make_error(Errc::invalid_argument, "policy {}: bucket bounds must be >= 0", name());
+    if (!buckets.empty() && buckets.back() >= k_unbounded_bucket)
+      return make_error(Errc::invalid_argument,
+                        "policy {}: bucket bounds must be below {} (use +inf for the rest)",
+                        name(), k_unbounded_bucket);
+    if (overflow && buckets.empty())
+      return make_error(Errc::invalid_argument,
+                        "policy {}: an overflow bucket needs a list of bounds", name());
   }
   return llvm::Error::success();
 }
@@ -42,7 +49,8 @@ llvm::Expected<Policy> Policy::parse(llvm::StringRef text) {
   auto bad = [&] {
     return make_error(Errc::invalid_argument,
                       "'{}' is not a policy; expected dynamic, exact, bucketed(pow2), "
-                      "bucketed(16,64,...), divisibility(N), divisibility(N)+one or triton",
+                      "bucketed(16,64,...), bucketed(16,64,...,+inf), divisibility(N), "
+                      "divisibility(N)+one or triton",
                       text.str());
   };
   if (t == "dynamic")
@@ -57,13 +65,20 @@ llvm::Expected<Policy> Policy::parse(llvm::StringRef text) {
     std::vector<int64_t> bounds;
     llvm::SmallVector<llvm::StringRef, 8> parts;
     t.split(parts, ',');
+    bool overflow = false;
     for (llvm::StringRef part : parts) {
       int64_t bound = 0;
+      if (overflow) // +inf comes last
+        return bad();
+      if (part.trim() == "+inf" || part.trim() == "inf") {
+        overflow = true;
+        continue;
+      }
       if (part.trim().getAsInteger(10, bound))
         return bad();
       bounds.push_back(bound);
     }
-    Policy policy = Policy::bucketed(std::move(bounds));
+    Policy policy = Policy::bucketed(std::move(bounds), overflow);
     if (auto err = policy.validate())
       return err;
     return policy;
@@ -85,7 +100,8 @@ std::string SpecValue::describe() const {
   switch (kind) {
   case SpecKind::dynamic: return "dynamic";
   case SpecKind::exact: return std::to_string(argument);
-  case SpecKind::bucketed: return fmt::format("<={}", argument);
+  case SpecKind::bucketed:
+    return argument == k_unbounded_bucket ? std::string("<=inf") : fmt::format("<={}", argument);
   case SpecKind::divisible: return fmt::format("%{}", argument);
   case SpecKind::not_divisible: return "any";
   case SpecKind::one: return "1";
@@ -110,6 +126,8 @@ llvm::Expected<SpecValue> SpecValue::parse(const llvm::json::Value& described) {
     return SpecValue{SpecKind::not_divisible, 0};
   if (t == "1")
     return SpecValue{SpecKind::one, 1};
+  if (t == "<=inf")
+    return SpecValue{SpecKind::bucketed, k_unbounded_bucket};
   if (t.consume_front("<=") && !t.getAsInteger(10, argument) && argument >= 0)
     return SpecValue{SpecKind::bucketed, argument};
   if (t.consume_front("%") && !t.getAsInteger(10, argument) && argument >= 2)
@@ -127,16 +145,26 @@ llvm::Expected<SpecValue> SpecValue::from_word(int64_t word) {
 
 namespace {
 
-int64_t bucket_of(const std::vector<int64_t>& bounds, int64_t value) {
+llvm::Expected<int64_t> bucket_of(const Policy& policy, int64_t value) {
+  const std::vector<int64_t>& bounds = policy.buckets;
   if (bounds.empty()) {
     int64_t bucket = 1;
     while (bucket < value)
       bucket *= 2;
-    return bucket;
+    // 2^40 is past the spec word's argument range: the largest bucket is every larger value.
+    return bucket >= k_spec_base ? k_unbounded_bucket : bucket;
   }
   auto it = std::lower_bound(bounds.begin(), bounds.end(), value);
-  // Values above the last bound share the last bucket's variant: bounded variant count.
-  return it == bounds.end() ? bounds.back() : *it;
+  if (it != bounds.end())
+    return *it;
+  // Sharing the last bucket would tell the kernel an upper_bound below the value it gets.
+  if (policy.overflow)
+    return k_unbounded_bucket;
+  return make_error(Errc::invalid_argument,
+                    "value {} is above the last bucket bound {} of policy {}; declare an "
+                    "overflow bucket ({}) or a larger bound",
+                    value, bounds.back(), policy.name(),
+                    Policy::bucketed(bounds, true).name());
 }
 
 } // namespace
@@ -148,7 +176,12 @@ llvm::Expected<SpecValue> specialize(const Policy& policy, int64_t value) {
   switch (policy.kind) {
   case PolicyKind::dynamic: return SpecValue{SpecKind::dynamic, 0};
   case PolicyKind::exact: return SpecValue{SpecKind::exact, value};
-  case PolicyKind::bucketed: return SpecValue{SpecKind::bucketed, bucket_of(policy.buckets, value)};
+  case PolicyKind::bucketed: {
+    auto bucket = bucket_of(policy, value);
+    if (!bucket)
+      return bucket.takeError();
+    return SpecValue{SpecKind::bucketed, *bucket};
+  }
   case PolicyKind::divisibility:
     if (policy.special_one && value == 1)
       return SpecValue{SpecKind::one, 1};

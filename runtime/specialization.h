@@ -29,6 +29,10 @@ namespace specjit::runtime {
 
 inline constexpr uint32_t k_policy_version = 1;
 inline constexpr int64_t k_spec_base = 1'000'000'000'000;
+// The bucket of values above a list's last bound when the policy declares an overflow bucket
+// ("bucketed(16,64,+inf)"), and of powers of two past 2^39: the largest value a policy takes,
+// so the kernel's upper_bound stays true. Shown as "<=inf".
+inline constexpr int64_t k_unbounded_bucket = k_spec_base - 1;
 
 enum class PolicyKind : uint8_t { dynamic, exact, bucketed, divisibility };
 
@@ -37,23 +41,26 @@ struct Policy {
   std::vector<int64_t> buckets; // bucketed: ascending upper bounds; empty means powers of two
   int64_t divisor = 0;          // divisibility
   bool special_one = false;     // divisibility: a separate variant for the value 1
+  // bucketed with a list: values above the last bound share one overflow bucket whose bound
+  // is k_unbounded_bucket. Without it such a value is an error, never a silent clamp.
+  bool overflow = false;
 
   friend bool operator==(const Policy&, const Policy&) = default;
 
   static Policy dynamic() { return {}; }
-  static Policy exact() { return {PolicyKind::exact, {}, 0, false}; }
-  static Policy bucketed_pow2() { return {PolicyKind::bucketed, {}, 0, false}; }
-  static Policy bucketed(std::vector<int64_t> bounds) {
-    return {PolicyKind::bucketed, std::move(bounds), 0, false};
+  static Policy exact() { return {PolicyKind::exact, {}, 0, false, false}; }
+  static Policy bucketed_pow2() { return {PolicyKind::bucketed, {}, 0, false, false}; }
+  static Policy bucketed(std::vector<int64_t> bounds, bool overflow = false) {
+    return {PolicyKind::bucketed, std::move(bounds), 0, false, overflow};
   }
   static Policy divisibility(int64_t n, bool special_one = false) {
-    return {PolicyKind::divisibility, {}, n, special_one};
+    return {PolicyKind::divisibility, {}, n, special_one, false};
   }
   // Triton's default integer specialization: divisible by 16, and the value 1.
   static Policy triton() { return divisibility(16, true); }
 
-  // "dynamic", "exact", "bucketed(pow2)", "bucketed(16,64,256)", "divisibility(16)",
-  // "divisibility(16)+one".
+  // "dynamic", "exact", "bucketed(pow2)", "bucketed(16,64,256)", "bucketed(16,64,256,+inf)",
+  // "divisibility(16)", "divisibility(16)+one".
   std::string name() const;
   static llvm::Expected<Policy> parse(llvm::StringRef text); // inverse of name(); "triton" too
   llvm::Error validate() const;
@@ -77,7 +84,9 @@ struct SpecValue {
   static llvm::Expected<SpecValue> from_word(int64_t word);
 };
 
-// Maps a call's value to its specialization. Values must be >= 0 and < 10^12.
+// Maps a call's value to its specialization. Values must be >= 0 and < 10^12; with a bucket
+// list and no overflow bucket, at most the last bound (the error names value and bound; the
+// callers add the kernel and parameter).
 llvm::Expected<SpecValue> specialize(const Policy& policy, int64_t value);
 
 } // namespace specjit::runtime

@@ -38,7 +38,27 @@ llvm::Expected<uint64_t> parse_size(llvm::StringRef text) {
     return make_error(Errc::invalid_argument,
                       "'{}' is not a size; expected a number with an optional K, M, G or T suffix",
                       text.str());
+  if (number > UINT64_MAX / unit)
+    return make_error(Errc::invalid_argument, "'{}' does not fit in 64 bits", text.str());
   return number * unit;
+}
+
+llvm::Expected<int64_t> parse_integer_in(llvm::StringRef name, llvm::StringRef text,
+                                         IntegerRange range) {
+  int64_t value = 0;
+  llvm::StringRef digits = text.trim();
+  bool malformed = digits.getAsInteger(10, value);
+  // getAsInteger fails on overflow too: tell that apart from a word.
+  bool numeric = !digits.empty() && digits.ltrim("-").find_first_not_of("0123456789") ==
+                                         llvm::StringRef::npos;
+  if (malformed && !numeric)
+    return make_error(Errc::invalid_argument, "{}: '{}' is not an integer; expected one in [{}, {}]",
+                      name.str(), text.str(), range.minimum, range.maximum);
+  if (malformed || value < range.minimum || value > range.maximum)
+    return make_error(Errc::invalid_argument,
+                      "{}: '{}' is out of range; expected an integer in [{}, {}]", name.str(),
+                      text.str(), range.minimum, range.maximum);
+  return value;
 }
 
 llvm::Expected<StrictMode> parse_strict_mode(llvm::StringRef text) {
@@ -58,17 +78,30 @@ llvm::Error bad_variable(llvm::StringRef name, llvm::Error cause) {
   return make_error(Errc::invalid_argument, "{}: {}", name.str(), llvm::toString(std::move(cause)));
 }
 
-template <typename T>
-llvm::Error read_integer(Config::Lookup lookup, llvm::StringRef name, Setting<T>& setting,
-                         T minimum) {
+llvm::Error read_integer(Config::Lookup lookup, llvm::StringRef name, Setting<int64_t>& setting,
+                         IntegerRange range) {
   std::optional<std::string> text = lookup(name);
   if (!text)
     return llvm::Error::success();
-  int64_t value = 0;
-  if (llvm::StringRef(*text).trim().getAsInteger(10, value) || value < static_cast<int64_t>(minimum))
-    return make_error(Errc::invalid_argument, "{}: '{}' is not an integer >= {}", name.str(), *text,
-                      minimum);
-  setting.set(static_cast<T>(value), SettingSource::environment);
+  auto value = parse_integer_in(name, *text, range);
+  if (!value)
+    return value.takeError();
+  setting.set(*value, SettingSource::environment);
+  return llvm::Error::success();
+}
+
+llvm::Error read_size(Config::Lookup lookup, llvm::StringRef name, Setting<uint64_t>& setting,
+                      uint64_t minimum, uint64_t maximum) {
+  std::optional<std::string> text = lookup(name);
+  if (!text)
+    return llvm::Error::success();
+  auto parsed = parse_size(*text);
+  if (!parsed)
+    return bad_variable(name, parsed.takeError());
+  if (*parsed < minimum || *parsed > maximum)
+    return make_error(Errc::invalid_argument, "{}: '{}' is out of range; expected a size in [{}, {}] "
+                      "bytes", name.str(), *text, minimum, maximum);
+  setting.set(*parsed, SettingSource::environment);
   return llvm::Error::success();
 }
 
@@ -119,22 +152,22 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
       return bad_variable("SPECJIT_ARCH", parsed.takeError());
     config.arch.set(*parsed, SettingSource::environment);
   }
-  if (auto size = non_empty("SPECJIT_CACHE_MAX_SIZE")) {
-    auto parsed = parse_size(*size);
-    if (!parsed)
-      return bad_variable("SPECJIT_CACHE_MAX_SIZE", parsed.takeError());
-    config.max_cache_bytes.set(*parsed, SettingSource::environment);
-  }
+  if (auto err = read_size(non_empty, "SPECJIT_CACHE_MAX_SIZE", config.max_cache_bytes, 0,
+                           k_max_cache_size_limit))
+    return err;
+  if (auto err = read_size(non_empty, "SPECJIT_LOG_MAX_SIZE", config.log_max_bytes,
+                           k_min_log_max_size, k_max_log_max_size))
+    return err;
   if (auto err = read_integer(non_empty, "SPECJIT_STORM_THRESHOLD", config.storm_threshold,
-                              int64_t{1}))
+                              k_storm_threshold_range))
     return err;
   if (auto err = read_integer(non_empty, "SPECJIT_LOCK_TIMEOUT_MS", config.lock_timeout_ms,
-                              int64_t{0}))
+                              k_lock_timeout_ms_range))
     return err;
-  if (auto err = read_integer(non_empty, "SPECJIT_DEVICE", config.device, int64_t{0}))
+  if (auto err = read_integer(non_empty, "SPECJIT_DEVICE", config.device, k_device_range))
     return err;
   if (auto err = read_integer(non_empty, "SPECJIT_STALE_TEMP_SECONDS", config.stale_temp_seconds,
-                              int64_t{1}))
+                              k_stale_temp_seconds_range))
     return err;
   return config;
 }
@@ -188,6 +221,8 @@ std::vector<Config::Row> Config::describe() const {
       {"trust_key_file", "SPECJIT_TRUST_KEY_FILE",
        trust_key_file.value.empty() ? "unset" : "set (" + trust_key_file.value + ")",
        trust_key_file.source},
+      {"log_max_bytes", "SPECJIT_LOG_MAX_SIZE", std::to_string(log_max_bytes.value),
+       log_max_bytes.source},
   };
 }
 

@@ -44,6 +44,7 @@ struct Config {
   // SPECJIT_TRUST_KEY_FILE: the operator's key for entry tags (cache/entry_auth.h); only the
   // path is kept here, the key is read by the cache and never shown.
   Setting<std::string> trust_key_file;
+  Setting<uint64_t> log_max_bytes{64ull << 20};    // SPECJIT_LOG_MAX_SIZE: rotate past this
   // Facts of the environment used to derive defaults, not settings of their own.
   std::string xdg_cache_home;
   std::string home;
@@ -70,8 +71,28 @@ struct Config {
   std::vector<Row> describe() const;
 };
 
-// Parses "1024", "64K", "512M", "10G" (binary units). Errors name the text.
+// The accepted range of every integer setting; a value outside it (or one that overflows) is
+// an error naming the variable and the range, never a silent clamp.
+struct IntegerRange {
+  int64_t minimum;
+  int64_t maximum;
+};
+inline constexpr IntegerRange k_storm_threshold_range{1, 1'000'000};
+inline constexpr IntegerRange k_lock_timeout_ms_range{0, 86'400'000}; // a day
+inline constexpr IntegerRange k_device_range{0, 1023};
+inline constexpr IntegerRange k_stale_temp_seconds_range{1, 31'622'400}; // 366 days
+inline constexpr uint64_t k_max_cache_size_limit = 1ull << 50;          // 1024T
+inline constexpr uint64_t k_min_log_max_size = 64ull << 10;             // 64K
+inline constexpr uint64_t k_max_log_max_size = 1ull << 40;              // 1T
+inline constexpr IntegerRange k_jobs_range{1, 1024};                    // precompile -j
+
+// Parses "1024", "64K", "512M", "10G" (binary units). Errors name the text; a number that
+// does not fit in 64 bits is an error, never a wrapped value.
 llvm::Expected<uint64_t> parse_size(llvm::StringRef text);
+// Parses a decimal integer within `range`. `name` (a variable or a flag) leads the error:
+// "SPECJIT_DEVICE: '99999' is out of range; expected an integer in [0, 1023]".
+llvm::Expected<int64_t> parse_integer_in(llvm::StringRef name, llvm::StringRef text,
+                                         IntegerRange range);
 llvm::Expected<StrictMode> parse_strict_mode(llvm::StringRef text);
 
 } // namespace specjit

@@ -423,10 +423,14 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
       resolved.bounds.push_back(bucket.max_tokens);
   else
     resolved.bounds = default_moe_buckets();
-  auto spec = runtime::specialize(runtime::Policy::bucketed(resolved.bounds), num_tokens);
+  // Counts above the last bound take the last bucket's configuration, declared as the
+  // policy's overflow bucket: a tile choice, not an upper bound any kernel is told.
+  auto spec =
+      runtime::specialize(runtime::Policy::bucketed(resolved.bounds, /*overflow=*/true), num_tokens);
   if (!spec)
     return spec.takeError();
-  resolved.bucket = spec->raw();
+  resolved.bucket =
+      spec->raw() == runtime::k_unbounded_bucket ? resolved.bounds.back() : spec->raw();
   if (entry) {
     for (const MoeConfigBucket& bucket : entry->buckets)
       if (bucket.max_tokens == resolved.bucket)

@@ -196,7 +196,7 @@ llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, co
 // bucket's configuration.
 struct ResolvedMoeConfig {
   std::vector<int64_t> bounds; // the bucketed policy's bounds
-  int64_t bucket = 0;          // num_tokens' bucket (an upper bound)
+  int64_t bucket = 0;          // num_tokens' bucket: the last one for counts above it
   MoeTileConfig config;
 };
 llvm::Expected<ResolvedMoeConfig>

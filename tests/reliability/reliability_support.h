@@ -82,9 +82,9 @@ struct Child {
   std::string err() const { return test::read_file(err_path); }
 };
 
-// No doctest macros here: also used in forked children.
-inline Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                   const std::string& out_prefix) {
+// No doctest macros here: also used in forked children. Starts `program` (the helper, the CLI).
+inline Child spawn_program(const std::string& program, const std::vector<std::string>& args,
+                           const std::vector<std::string>& env, const std::string& out_prefix) {
   Child child;
   child.out_path = out_prefix + ".out";
   child.err_path = out_prefix + ".err";
@@ -100,8 +100,8 @@ inline Child spawn(const std::vector<std::string>& args, const std::vector<std::
     dup2(out, 1);
     dup2(err, 2);
     std::vector<char*> argv;
-    std::string helper = SPECJIT_TEST_HELPER;
-    argv.push_back(helper.data());
+    std::string path = program;
+    argv.push_back(path.data());
     for (const std::string& a : args)
       argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -109,6 +109,11 @@ inline Child spawn(const std::vector<std::string>& args, const std::vector<std::
     _exit(127);
   }
   return child;
+}
+
+inline Child spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                   const std::string& out_prefix) {
+  return spawn_program(SPECJIT_TEST_HELPER, args, env, out_prefix);
 }
 
 // Waits for the child (not for stops); returns false when waitpid failed.

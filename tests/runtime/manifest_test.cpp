@@ -73,6 +73,31 @@ TEST_CASE("a syntax error names the file, line and column") {
   CHECK(message.find("byte=") == std::string::npos);       // the parser's offset is left out
 }
 
+TEST_CASE("a key given twice in one object is an error naming the file, line and field") {
+  std::string message = parse_error(R"({
+  "variants": [
+    {"kernel": "scale_tokens",
+     "values": {"cols": 128, "num_tokens": [1, 2],
+                "cols": 256}}]})");
+  CHECK(message == "m.json:5: field 'variants[0].values.cols': duplicate key; each key may "
+                   "appear once per object");
+  CHECK(parse_error("{\"variants\": [], \"variants\": []}").find("m.json:1: field 'variants'") ==
+        0);
+  // The same key in two different objects is fine.
+  CHECK(parse_ok(R"({"variants": [{"kernel": "scale_tokens", "values": {"cols": 1, "num_tokens": 1}},
+                {"kernel": "scale_tokens", "values": {"cols": 2, "num_tokens": 1}}]})")
+            .size() == 2);
+}
+
+TEST_CASE("a value above a manifest policy's last bucket names the field") {
+  std::string message = parse_error(R"j({"variants": [{"kernel": "scale_tokens",
+     "values": {"cols": 128, "num_tokens": 1000},
+     "policies": {"num_tokens": "bucketed(16,64)"}}]})j");
+  INFO(message);
+  CHECK(message.find("m.json:2: field 'variants[0].values.num_tokens'") == 0);
+  CHECK(message.find("value 1000 is above the last bucket bound 64") != std::string::npos);
+}
+
 TEST_CASE("an unknown kernel names the field and its line") {
   std::string message = parse_error(
       "{\"version\": 1,\n \"variants\": [\n  {\"kernel\": \"scale_tokens\", \"values\": {\"cols\": "

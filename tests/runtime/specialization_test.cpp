@@ -33,8 +33,44 @@ TEST_CASE("the bucketed policy maps a value to the smallest bucket that holds it
   CHECK(spec(list, 16).argument == 16);
   CHECK(spec(list, 17).argument == 64);
   CHECK(spec(list, 200).argument == 256);
-  // Above the last bound, values share the last bucket: the variant count stays bounded.
-  CHECK(spec(list, 100000).argument == 256);
+  CHECK(spec(list, 256).argument == 256);
+}
+
+TEST_CASE("a value above the last bucket is an error naming the value and the last bound") {
+  auto above = specialize(Policy::bucketed({16, 64, 256}), 100000);
+  REQUIRE_FALSE(static_cast<bool>(above));
+  CHECK(llvm::toString(above.takeError()) ==
+        "value 100000 is above the last bucket bound 256 of policy bucketed(16,64,256); declare "
+        "an overflow bucket (bucketed(16,64,256,+inf)) or a larger bound");
+}
+
+TEST_CASE("a declared overflow bucket holds every larger value with a true upper bound") {
+  auto policy = Policy::parse("bucketed(16,64,256,+inf)");
+  REQUIRE(static_cast<bool>(policy));
+  CHECK(policy->overflow);
+  CHECK(policy->name() == "bucketed(16,64,256,+inf)");
+  CHECK(spec(*policy, 200).argument == 256);
+  SpecValue overflow = spec(*policy, 100000);
+  CHECK(overflow == SpecValue{SpecKind::bucketed, k_unbounded_bucket});
+  CHECK(spec(*policy, k_spec_base - 1) == overflow); // one variant for all of them
+  CHECK(overflow.raw() >= k_spec_base - 1);          // the kernel's upper_bound is true
+  CHECK(overflow.describe() == "<=inf");
+  CHECK(*SpecValue::parse(llvm::json::Value("<=inf")) == overflow);
+  for (const char* bad : {"bucketed(+inf)", "bucketed(16,+inf,64)", "bucketed(16,999999999999)"}) {
+    auto parsed = Policy::parse(bad);
+    CHECK_FALSE(static_cast<bool>(parsed));
+    llvm::consumeError(parsed.takeError());
+  }
+}
+
+TEST_CASE("power-of-two buckets stay within the spec word's range") {
+  SpecValue top = spec(Policy::bucketed_pow2(), k_spec_base - 1);
+  CHECK(top.argument == k_unbounded_bucket);
+  CHECK(top.argument >= k_spec_base - 1);
+  auto word = SpecValue::from_word(top.word());
+  REQUIRE(static_cast<bool>(word));
+  CHECK(*word == top);
+  CHECK(spec(Policy::bucketed_pow2(), 1ll << 39).argument == 1ll << 39);
 }
 
 TEST_CASE("the divisibility policy makes two variants, three with the value-1 variant") {
@@ -59,7 +95,8 @@ TEST_CASE("negative and huge values are rejected with a message") {
 
 TEST_CASE("policy names parse back to the same policy") {
   for (const Policy& policy : {Policy::dynamic(), Policy::exact(), Policy::bucketed_pow2(),
-                               Policy::bucketed({8, 32, 128}), Policy::divisibility(16),
+                               Policy::bucketed({8, 32, 128}), Policy::bucketed({8, 32}, true),
+                               Policy::divisibility(16),
                                Policy::triton()}) {
     auto parsed = Policy::parse(policy.name());
     REQUIRE(static_cast<bool>(parsed));

@@ -92,3 +92,52 @@ TEST_CASE("sizes parse with binary units") {
   CHECK_FALSE(static_cast<bool>(bad));
   llvm::consumeError(bad.takeError());
 }
+
+namespace {
+std::string error_of(const std::map<std::string, std::string>& variables) {
+  auto config = config_from(variables);
+  if (config)
+    return "";
+  return llvm::toString(config.takeError());
+}
+} // namespace
+
+TEST_CASE("an integer setting out of its range is an error naming the variable and the range") {
+  CHECK(error_of({{"SPECJIT_LOCK_TIMEOUT_MS", "99999999999999999999"}}) ==
+        "SPECJIT_LOCK_TIMEOUT_MS: '99999999999999999999' is out of range; expected an integer "
+        "in [0, 86400000]");
+  CHECK(error_of({{"SPECJIT_LOCK_TIMEOUT_MS", "86400001"}}).find("[0, 86400000]") !=
+        std::string::npos);
+  CHECK(error_of({{"SPECJIT_DEVICE", "4096"}}).find("SPECJIT_DEVICE: '4096' is out of range") == 0);
+  CHECK(error_of({{"SPECJIT_DEVICE", "-1"}}).find("[0, 1023]") != std::string::npos);
+  CHECK(error_of({{"SPECJIT_STORM_THRESHOLD", "0"}}).find("[1, 1000000]") != std::string::npos);
+  CHECK(error_of({{"SPECJIT_STALE_TEMP_SECONDS", "9223372036854775808"}})
+            .find("SPECJIT_STALE_TEMP_SECONDS") == 0);
+  CHECK(error_of({{"SPECJIT_DEVICE", "two"}}) ==
+        "SPECJIT_DEVICE: 'two' is not an integer; expected one in [0, 1023]");
+  CHECK(error_of({{"SPECJIT_LOCK_TIMEOUT_MS", "86400000"}, {"SPECJIT_DEVICE", "1023"}}) == "");
+}
+
+TEST_CASE("a size setting that overflows 64 bits or leaves its range is an error, never unlimited") {
+  std::string overflow = error_of({{"SPECJIT_CACHE_MAX_SIZE", "17179869184G"}});
+  CHECK(overflow.find("SPECJIT_CACHE_MAX_SIZE") == 0);
+  CHECK(overflow.find("does not fit in 64 bits") != std::string::npos);
+  CHECK(error_of({{"SPECJIT_CACHE_MAX_SIZE", "99999999999999999999"}}).find("SPECJIT_CACHE_MAX_SIZE") ==
+        0);
+  CHECK(error_of({{"SPECJIT_CACHE_MAX_SIZE", "2048T"}}).find("out of range") != std::string::npos);
+  CHECK(error_of({{"SPECJIT_LOG_MAX_SIZE", "1K"}}).find("SPECJIT_LOG_MAX_SIZE: '1K' is out of range") ==
+        0);
+  auto config = config_from({{"SPECJIT_LOG_MAX_SIZE", "1M"}, {"SPECJIT_CACHE_MAX_SIZE", "0"}});
+  REQUIRE(static_cast<bool>(config));
+  CHECK(config->log_max_bytes.value == 1u << 20);
+  CHECK(config->max_cache_bytes.value == 0);
+  CHECK(config_from({})->log_max_bytes.value == 64u << 20);
+}
+
+TEST_CASE("parse_integer_in names a flag the same way") {
+  auto jobs = parse_integer_in("-j", "100000", k_jobs_range);
+  REQUIRE_FALSE(static_cast<bool>(jobs));
+  CHECK(llvm::toString(jobs.takeError()) ==
+        "-j: '100000' is out of range; expected an integer in [1, 1024]");
+  CHECK(*parse_integer_in("-j", " 8 ", k_jobs_range) == 8);
+}

@@ -72,3 +72,27 @@ TEST_CASE("why explains a compile caused by a new exact value") {
   CHECK(cli.run({"why"}).exit_code == 2);
   CHECK(cli.run({"why", "scale_tokens", "--variant", "oops"}).exit_code == 2);
 }
+
+TEST_CASE("log and why read the rotated files too, oldest first") {
+  Cli cli;
+  REQUIRE(cli.run({"precompile", "--manifest", cli.write("a.json", exact_manifest("[1, 2]"))})
+              .exit_code == 0);
+  // What a rotation leaves: the older events under events.1.jsonl.
+  std::string rotated = cli.path("events.1.jsonl");
+  REQUIRE(!llvm::sys::fs::rename(cli.log(), rotated));
+  REQUIRE(cli.run({"precompile", "--manifest", cli.write("b.json", exact_manifest("[3]"))})
+              .exit_code == 0);
+  llvm::json::Object log = cli.json({"log"});
+  CHECK(field(log, "events") == 3);
+  REQUIRE(log.getArray("files")->size() == 2);
+  CHECK((*log.getArray("files"))[0].getAsString()->str() == rotated);
+  llvm::json::Object why = cli.json({"why", "scale_tokens", "--last", "3"});
+  const llvm::json::Array& compiles = *why.getArray("compiles");
+  REQUIRE(compiles.size() == 3);
+  // In log order: the rotated file's compiles first, the live file's last.
+  CHECK(llvm::json::Value(*compiles[2].getAsObject()->getObject("variant")->get("num_tokens")) ==
+        llvm::json::Value(3));
+  ProcessResult bad = cli.run({"why", "scale_tokens", "--last", "99999999999999999999"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("--last: '99999999999999999999' is out of range") != std::string::npos);
+}

@@ -1,6 +1,10 @@
 // specjit precompile, end to end through the real binary (no GPU: NVRTC only).
 #include "cli_test_support.h"
 
+#include <llvm/Support/Path.h>
+
+#include <sys/stat.h>
+
 using namespace specjit::test;
 
 TEST_CASE("a second precompile of the same manifest compiles nothing") {
@@ -104,4 +108,91 @@ TEST_CASE("precompile rejects bad flags with exit 2 and a hint") {
   ProcessResult missing = cli.run({"precompile", "--manifest", cli.path("missing.json")});
   CHECK(missing.exit_code == 2);
   CHECK(missing.err.find("missing.json") != std::string::npos);
+}
+
+TEST_CASE("--from-log skips, counts and names events of kernels it cannot rebuild") {
+  Cli cli;
+  REQUIRE(cli.run({"precompile", "--manifest", cli.write("m.json", exact_manifest("[1, 2]"))})
+              .exit_code == 0);
+  // An application's own kernels, which this build does not know, between the known ones.
+  std::string log = read_file(cli.log());
+  std::string foreign = R"({"v":1,"event":"compile","kernel":"app_kernel","variant":{"n":4},)"
+                        R"("key":"k1","ms":3,"arch":"sm_90a"})"
+                        "\n";
+  std::string changed = R"({"v":1,"event":"disk_hit","kernel":"scale_tokens",)"
+                        R"("variant":{"cols":64},"key":"k2","ms":1})"
+                        "\n";
+  write_file(cli.path("mixed.jsonl"), foreign + log + foreign + changed);
+  std::string fresh = cli.path("fresh");
+  llvm::json::Object replay = cli.json({"precompile", "--from-log", cli.path("mixed.jsonl"),
+                                        "--cache-dir", fresh},
+                                       0, {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
+  CHECK(field(replay, "compiled") == 2);
+  CHECK(field(replay, "skipped_events") == 3);
+  const llvm::json::Array* skipped = replay.getArray("skipped");
+  REQUIRE(skipped != nullptr);
+  REQUIRE(skipped->size() == 2);
+  const llvm::json::Object& app = *(*skipped)[0].getAsObject();
+  CHECK(app.getString("kernel")->str() == "app_kernel");
+  CHECK(*app.getInteger("events") == 2);
+  CHECK(app.getString("reason")->str() == "not a kernel this build knows");
+  CHECK(app.getString("first")->str() == cli.path("mixed.jsonl") + ":1");
+  const llvm::json::Object& lacking = *(*skipped)[1].getAsObject();
+  CHECK(lacking.getString("reason")->str().find("lacks parameter 'num_tokens'") !=
+        std::string::npos);
+  CHECK(cli.keys(fresh) == cli.keys(cli.cache()));
+  // The text summary names them too.
+  ProcessResult text = cli.run({"precompile", "--from-log", cli.path("mixed.jsonl")});
+  CHECK(text.exit_code == 0);
+  CHECK(text.err.find("skipped 2 log events of kernel 'app_kernel'") != std::string::npos);
+}
+
+TEST_CASE("SPECJIT_STRICT=error does not stop precompile") {
+  Cli cli;
+  llvm::json::Object result =
+      cli.json({"precompile", "--manifest", cli.write("m.json", exact_manifest("[3]"))}, 0,
+               {"SPECJIT_STRICT=error"});
+  CHECK(field(result, "compiled") == 1);
+  CHECK(field(result, "failed") == 0);
+  CHECK(directory_has_entries(cli.cache()));
+}
+
+TEST_CASE("precompile exits 1 and says why when compiled variants were not saved") {
+  Cli cli;
+  std::string manifest = cli.write("m.json", exact_manifest("[1, 2]"));
+  // A refused root (world-writable): compiled, nothing saved.
+  llvm::sys::fs::create_directories(cli.cache());
+  REQUIRE(chmod(cli.cache().c_str(), 0777) == 0);
+  llvm::json::Object refused = cli.json({"precompile", "--manifest", manifest}, 1);
+  CHECK(field(refused, "compiled") == 0);
+  CHECK(field(refused, "not_saved") == 2);
+  const llvm::json::Array* unsaved = refused.getArray("unsaved");
+  REQUIRE(unsaved != nullptr);
+  REQUIRE(unsaved->size() == 2);
+  CHECK((*unsaved)[0].getAsObject()->getString("reason")->str().find("cannot be written") !=
+        std::string::npos);
+  ProcessResult text = cli.run({"precompile", "--manifest", manifest});
+  CHECK(text.exit_code == 1);
+  CHECK(text.out.find("2 not saved") != std::string::npos);
+  CHECK(text.err.find("2 compiled variants were not saved: the cache cannot be written") !=
+        std::string::npos);
+  // A file where the kernel's directory goes: the publish fails, the count says so.
+  REQUIRE(chmod(cli.cache().c_str(), 0755) == 0);
+  REQUIRE(cli.run({"precompile", "--manifest", manifest}).exit_code == 0);
+  std::vector<std::string> entries = cli.entry_paths();
+  REQUIRE_FALSE(entries.empty());
+  std::string kernel_dir = llvm::sys::path::parent_path(entries.front()).str();
+  REQUIRE(cli.run({"clear"}).exit_code == 0);
+  llvm::sys::fs::remove_directories(kernel_dir);
+  write_file(kernel_dir, "in the way");
+  llvm::json::Object blocked = cli.json({"precompile", "--manifest", manifest}, 1);
+  CHECK(field(blocked, "not_saved") == 2);
+}
+
+TEST_CASE("-j out of range is a usage error naming the range") {
+  Cli cli;
+  ProcessResult result = cli.run({"precompile", "-j", "99999999999"});
+  CHECK(result.exit_code == 2);
+  CHECK(result.err.find("-j: '99999999999' is out of range; expected an integer in [1, 1024]") !=
+        std::string::npos);
 }

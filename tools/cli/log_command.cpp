@@ -1,54 +1,13 @@
 // specjit log: what compiled, how often, how long it took, and when (from the recompilation log).
 #include "cli.h"
 #include "log_common.h"
+#include "log_html.h"
+#include "log_summary.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
-#include <set>
-
 namespace specjit::cli {
 namespace {
-
-constexpr size_t k_slowest = 10;
-
-struct KernelSummary {
-  int64_t compiles = 0;
-  int64_t disk_hits = 0;
-  int64_t failures = 0;
-  int64_t serving_compiles = 0;
-  double compile_ms = 0;
-  std::set<std::string> variants;
-  std::map<std::string, int64_t> storms; // param -> distinct values at the latest storm
-};
-
-struct Timeline {
-  std::optional<int64_t> first, last;
-  std::map<int64_t, int64_t> compiles_by_minute;
-};
-
-llvm::json::Object timeline_json(const Timeline& timeline,
-                                 const std::vector<runtime::LogEvent>& all) {
-  llvm::json::Object out{{"events", static_cast<int64_t>(all.size())}};
-  if (!timeline.first)
-    return out;
-  double span = static_cast<double>(*timeline.last - *timeline.first) / 1e6;
-  int64_t compiles = 0, peak = 0, peak_minute = 0;
-  for (const auto& [minute, count] : timeline.compiles_by_minute) {
-    compiles += count;
-    if (count > peak)
-      std::tie(peak, peak_minute) = std::make_pair(count, minute);
-  }
-  out["first"] = format_micros(*timeline.first);
-  out["last"] = format_micros(*timeline.last);
-  out["span_seconds"] = span;
-  out["compiles_per_minute"] = static_cast<double>(compiles) / std::max(span / 60.0, 1.0);
-  out["peak_compiles_per_minute"] = peak;
-  if (peak > 0)
-    out["peak_minute"] = format_micros(peak_minute * 60'000'000);
-  return out;
-}
 
 llvm::json::Object kernel_json(const std::string& kernel, const KernelSummary& summary) {
   llvm::json::Array storms;
@@ -58,21 +17,20 @@ llvm::json::Object kernel_json(const std::string& kernel, const KernelSummary& s
                             {"compiles", summary.compiles},
                             {"disk_hits", summary.disk_hits},
                             {"compile_failures", summary.failures},
+                            {"strict_refusals", summary.refusals},
                             {"compile_seconds", summary.compile_ms / 1000.0},
                             {"variants", static_cast<int64_t>(summary.variants.size())},
                             {"storms", std::move(storms)},
                             {"serving_compiles", summary.serving_compiles}};
 }
 
-void print_text(const std::string& path, const LoadedLog& log,
-                const std::map<std::string, KernelSummary>& kernels,
-                const std::vector<const runtime::LogEvent*>& slowest,
-                const llvm::json::Object& timeline) {
-  fmt::print("log: {} ({} events{})\n\n", path, log.events.size(),
-             log.bad_lines ? fmt::format(", {} unreadable lines skipped", log.bad_lines) : "");
+void print_text(const std::string& path, const runtime::LogScan& scan, const LogSummary& log) {
+  fmt::print("log: {} ({} events{}{})\n\n", path, log.events(),
+             scan.bad_lines ? fmt::format(", {} unreadable lines skipped", scan.bad_lines) : "",
+             scan.files.size() > 1 ? fmt::format(", {} files", scan.files.size()) : "");
   fmt::print("{:<24} {:>8} {:>9} {:>10} {:>8} {:>8}  storms\n", "kernel", "compiles", "disk hits",
              "compile s", "variants", "serving");
-  for (const auto& [kernel, s] : kernels) {
+  for (const auto& [kernel, s] : log.kernels()) {
     std::string storms;
     for (const auto& [param, distinct] : s.storms)
       storms += fmt::format("{}{} ({} values)", storms.empty() ? "" : ", ", param, distinct);
@@ -80,11 +38,13 @@ void print_text(const std::string& path, const LoadedLog& log,
                s.compile_ms / 1000.0, s.variants.size(), s.serving_compiles,
                storms.empty() ? "-" : storms);
   }
+  std::vector<SlowCompile> slowest = log.slowest();
   if (!slowest.empty())
     fmt::print("\nslowest compiles:\n");
-  for (const runtime::LogEvent* event : slowest)
-    fmt::print("  {:>9.1f} ms  {} {}  {} ({}, {})\n", event->ms, event->kernel,
-               variant_text(event->variant), event->ts, event->reason, event->phase);
+  for (const SlowCompile& c : slowest)
+    fmt::print("  {:>9.1f} ms  {} {}  {} ({}, {})\n", c.ms, c.kernel, variant_text(c.variant()), c.ts, c.reason,
+               c.phase);
+  llvm::json::Object timeline = log.timeline_json();
   if (auto first = timeline.getString("first")) {
     fmt::print("\ntimeline: {} .. {} ({:.0f} s); {:.1f} compiles per minute", first->str(),
                timeline.getString("last")->str(), *timeline.getNumber("span_seconds"),
@@ -96,77 +56,60 @@ void print_text(const std::string& path, const LoadedLog& log,
   }
 }
 
+void print_log_json(const std::string& path, const runtime::LogScan& scan, const LogSummary& log) {
+  llvm::json::Array kernel_list, slowest;
+  for (const auto& [kernel, summary] : log.kernels())
+    kernel_list.push_back(kernel_json(kernel, summary));
+  for (const SlowCompile& c : log.slowest())
+    slowest.push_back(llvm::json::Object{{"kernel", c.kernel},
+                                         {"variant", c.variant()},
+                                         {"key", c.key},
+                                         {"ms", c.ms},
+                                         {"ts", c.ts},
+                                         {"reason", c.reason},
+                                         {"phase", c.phase},
+                                         {"pid", c.pid}});
+  llvm::json::Array files;
+  for (const std::string& file : scan.files)
+    files.push_back(file);
+  print_json(llvm::json::Object{{"log", path},
+                                {"files", std::move(files)},
+                                {"events", static_cast<int64_t>(log.events())},
+                                {"bad_lines", static_cast<int64_t>(scan.bad_lines)},
+                                {"kernels", std::move(kernel_list)},
+                                {"slowest", std::move(slowest)},
+                                {"timeline", log.timeline_json()}});
+}
+
 int run_log(Context& context) {
   if (int code = check_since(context))
     return code;
   auto path = log_file(context);
   if (!path)
     return report_error(context, path.takeError());
-  auto log = load_log(context, *path);
-  if (!log)
-    return report_error(context, log.takeError());
-  std::map<std::string, KernelSummary> kernels;
-  std::vector<const runtime::LogEvent*> compiles;
-  Timeline timeline;
-  for (const runtime::LogEvent& event : log->events) {
-    if (event.ts_micros) {
-      timeline.first = std::min(timeline.first.value_or(*event.ts_micros), *event.ts_micros);
-      timeline.last = std::max(timeline.last.value_or(*event.ts_micros), *event.ts_micros);
-    }
-    if (event.kernel.empty())
-      continue;
-    KernelSummary& summary = kernels[event.kernel];
-    std::string variant = event.key.empty() ? runtime::describe_variant(event.variant) : event.key;
-    switch (event.kind) {
-    case runtime::EventKind::compile:
-      ++summary.compiles;
-      summary.compile_ms += event.ms;
-      summary.serving_compiles += event.phase == "serving";
-      summary.variants.insert(variant);
-      compiles.push_back(&event);
-      if (event.ts_micros)
-        ++timeline.compiles_by_minute[*event.ts_micros / 60'000'000];
-      break;
-    case runtime::EventKind::disk_hit:
-      ++summary.disk_hits;
-      summary.variants.insert(variant);
-      break;
-    case runtime::EventKind::compile_failed:
-      ++summary.failures;
-      break;
-    case runtime::EventKind::storm:
-      summary.storms[event.param] = event.distinct_values;
-      break;
-    default:
-      break;
-    }
-  }
-  std::stable_sort(compiles.begin(), compiles.end(),
-                   [](const auto* a, const auto* b) { return a->ms > b->ms; });
-  compiles.resize(std::min(compiles.size(), k_slowest));
-  llvm::json::Object timeline_object = timeline_json(timeline, log->events);
-  if (!context.json) {
-    print_text(*path, *log, kernels, compiles, timeline_object);
+  std::optional<std::string> html = context.args.value("--html");
+  LogSummary log(/*keep_points=*/html.has_value());
+  // The summary needs no decoded variants or diffs (variant_json is enough).
+  runtime::LogReadOptions options;
+  options.variants = options.diffs = false;
+  auto scan = stream_log(
+      context, *path, [&](runtime::LogEvent&& event, llvm::StringRef) { log.add(event); }, options);
+  if (!scan)
+    return report_error(context, scan.takeError());
+  if (html) {
+    if (auto err = write_log_page(*html, *path, *scan, log))
+      return report_error(context, std::move(err));
+    if (!context.json)
+      fmt::print("wrote {} ({} events, {} kernels)\n", *html, log.events(), log.kernels().size());
+    else
+      print_json(llvm::json::Object{{"log", *path}, {"html", *html},
+                                    {"events", static_cast<int64_t>(log.events())}});
     return k_exit_ok;
   }
-  llvm::json::Array kernel_list, slowest;
-  for (const auto& [kernel, summary] : kernels)
-    kernel_list.push_back(kernel_json(kernel, summary));
-  for (const runtime::LogEvent* event : compiles)
-    slowest.push_back(llvm::json::Object{{"kernel", event->kernel},
-                                         {"variant", llvm::json::Object(event->variant)},
-                                         {"key", event->key},
-                                         {"ms", event->ms},
-                                         {"ts", event->ts},
-                                         {"reason", event->reason},
-                                         {"phase", event->phase},
-                                         {"pid", event->pid}});
-  print_json(llvm::json::Object{{"log", *path},
-                                {"events", static_cast<int64_t>(log->events.size())},
-                                {"bad_lines", static_cast<int64_t>(log->bad_lines)},
-                                {"kernels", std::move(kernel_list)},
-                                {"slowest", std::move(slowest)},
-                                {"timeline", std::move(timeline_object)}});
+  if (context.json)
+    print_log_json(*path, *scan, log);
+  else
+    print_text(*path, *scan, log);
   return k_exit_ok;
 }
 
@@ -175,14 +118,20 @@ int run_log(Context& context) {
 std::vector<Command> log_commands() {
   return {{"log",
            "what compiled, disk hits, time lost compiling, storms, per kernel",
-           "log [--file F] [--kernel K] [--since T] [--json]",
+           "log [--file F] [--kernel K] [--since T] [--html PAGE] [--json]",
            "  --file F            the log to read (default: SPECJIT_LOG, else "
            "<cache root>/logs/events.jsonl)\n"
            "  --kernel K          only this kernel's events\n"
            "  --since T           only events at or after T: 2026-11-29T16:00:00Z, or an age "
-           "such as 30m, 2h, 1d\n",
+           "such as 30m, 2h, 1d\n"
+           "  --html PAGE         write one self-contained HTML page (inline SVG, no network):\n"
+           "                      the compile timeline per kernel, storms, strict refusals, the\n"
+           "                      slowest compiles and their reasons\n",
            "specjit log --since 1h --kernel inv_rope_fp8_quant",
-           {{"--file", true, false}, {"--kernel", true, false}, {"--since", true, false}},
+           {{"--file", true, false},
+            {"--kernel", true, false},
+            {"--since", true, false},
+            {"--html", true, false}},
            0,
            0,
            run_log},

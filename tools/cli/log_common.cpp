@@ -1,8 +1,10 @@
 #include "log_common.h"
+#include "progress.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <memory>
 #include <ctime>
 
 namespace specjit::cli {
@@ -55,7 +57,9 @@ int check_since(const Context& context) {
   return k_exit_ok;
 }
 
-llvm::Expected<LoadedLog> load_log(const Context& context, const std::string& path) {
+llvm::Expected<runtime::LogScan> stream_log(const Context& context, const std::string& path,
+                                            runtime::LogVisitor visit,
+                                            runtime::LogReadOptions options) {
   std::optional<int64_t> since;
   if (auto text = context.args.value("--since")) {
     auto parsed = parse_since(*text);
@@ -63,20 +67,22 @@ llvm::Expected<LoadedLog> load_log(const Context& context, const std::string& pa
       return parsed.takeError();
     since = *parsed;
   }
-  auto contents = runtime::read_log(path);
-  if (!contents)
-    return contents.takeError();
-  std::optional<std::string> kernel = context.args.value("--kernel");
-  LoadedLog log;
-  log.bad_lines = contents->bad_lines;
-  for (runtime::LogEvent& event : contents->events) {
-    if (kernel && event.kernel != *kernel)
-      continue;
-    if (since && (!event.ts_micros || *event.ts_micros < *since))
-      continue;
-    log.events.push_back(std::move(event));
-  }
-  return log;
+  if (!options.kernel)
+    options.kernel = context.args.value("--kernel");
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = [&](const runtime::LogProgress& seen) {
+    if (!bar)
+      bar = std::make_unique<ProgressBar>(seen.bytes_total, "MB");
+    bar->update(seen.bytes_read);
+  };
+  return runtime::scan_log(
+      path,
+      [&](runtime::LogEvent&& event, llvm::StringRef file) {
+        if (since && (!event.ts_micros || *event.ts_micros < *since))
+          return;
+        visit(std::move(event), file);
+      },
+      options, runtime::LogProgressSink(progress));
 }
 
 std::string format_micros(int64_t micros) {

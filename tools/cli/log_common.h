@@ -12,10 +12,6 @@
 
 namespace specjit::cli {
 
-struct LoadedLog {
-  std::vector<runtime::LogEvent> events; // in file order, filtered
-  size_t bad_lines = 0;
-};
 
 // --file, else the configured log path; an error when logging is off and no file is given.
 llvm::Expected<std::string> log_file(const Context& context);
@@ -23,8 +19,13 @@ llvm::Expected<std::string> log_file(const Context& context);
 llvm::Expected<int64_t> parse_since(llvm::StringRef text);
 // k_exit_usage (after the message) when --since is given and does not parse, else k_exit_ok.
 int check_since(const Context& context);
-// Reads the log, keeping events of --kernel (when given) at or after `since` (when given).
-llvm::Expected<LoadedLog> load_log(const Context& context, const std::string& path);
+// Streams the log and its rotated files (oldest first) with bounded memory, handing `visit`
+// the events of --kernel (when given) at or after --since (when given). On a terminal, a
+// progress line on stderr while it reads.
+// `options.kernel` defaults to --kernel.
+llvm::Expected<runtime::LogScan> stream_log(const Context& context, const std::string& path,
+                                            runtime::LogVisitor visit,
+                                            runtime::LogReadOptions options = {});
 // Microseconds since the epoch as "2026-11-29T16:26:23Z".
 std::string format_micros(int64_t micros);
 

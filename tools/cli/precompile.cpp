@@ -3,6 +3,7 @@
 // compile, so a bad manifest changes nothing.
 #include "cli.h"
 #include "precompile_jobs.h"
+#include "progress.h"
 
 #include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -24,41 +26,8 @@
 namespace specjit::cli {
 namespace {
 
-// Redraws one line on a terminal's stderr, at most ten times a second.
-class ProgressBar {
-public:
-  explicit ProgressBar(size_t total) : m_total(total), m_enabled(isatty(STDERR_FILENO) == 1) {}
-  ~ProgressBar() {
-    if (m_enabled && m_drawn)
-      std::fputs("\r\033[K", stderr);
-  }
-
-  void update(size_t done, size_t failed) {
-    if (!m_enabled)
-      return;
-    std::lock_guard<std::mutex> guard(m_mutex);
-    auto now = std::chrono::steady_clock::now();
-    if (m_drawn && done < m_total && now - m_last < std::chrono::milliseconds(100))
-      return;
-    m_last = now;
-    m_drawn = true;
-    constexpr size_t k_width = 30;
-    size_t filled = m_total == 0 ? k_width : done * k_width / m_total;
-    fmt::print(stderr, "\r[{}{}] {}/{} variants{}", std::string(filled, '#'),
-               std::string(k_width - filled, ' '), done, m_total,
-               failed ? fmt::format(", {} failed", failed) : "");
-    std::fflush(stderr);
-  }
-
-private:
-  size_t m_total;
-  bool m_enabled;
-  bool m_drawn = false;
-  std::mutex m_mutex;
-  std::chrono::steady_clock::time_point m_last;
-};
-
-enum class Outcome { compiled, reused, failed };
+// not_saved: compiled, but the entry is not in the cache (Result::error says why).
+enum class Outcome { compiled, reused, failed, not_saved };
 
 struct Result {
   Outcome outcome = Outcome::failed;
@@ -73,8 +42,10 @@ struct Target {
 int parallelism(const Context& context, int& jobs) {
   jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (auto text = context.args.value("-j")) {
-    if (llvm::StringRef(*text).getAsInteger(10, jobs) || jobs < 1)
-      return usage_error(context, fmt::format("-j needs a positive number, not '{}'", *text));
+    auto parsed = parse_integer_in("-j", *text, k_jobs_range);
+    if (!parsed)
+      return usage_error(context, llvm::toString(parsed.takeError()));
+    jobs = static_cast<int>(*parsed);
   }
   return k_exit_ok;
 }
@@ -84,8 +55,11 @@ Result run_job(const Job& job, runtime::Engine& engine, runtime::KernelId id) {
       job.specs ? engine.prepare_specialized(id, *job.specs) : engine.prepare(id, job.values);
   if (!variant)
     return {Outcome::failed, llvm::toString(variant.takeError())};
-  bool compiled = (*variant)->source == runtime::VariantSource::compiled;
-  return {compiled ? Outcome::compiled : Outcome::reused, ""};
+  if ((*variant)->source != runtime::VariantSource::compiled)
+    return {Outcome::reused, ""};
+  if (!(*variant)->not_saved.empty())
+    return {Outcome::not_saved, (*variant)->not_saved};
+  return {Outcome::compiled, ""};
 }
 
 // Registers each job's definition with its target's engine; a definition the engine refuses
@@ -108,7 +82,7 @@ std::vector<Result> run_jobs(const std::vector<Job>& jobs, std::vector<Target>& 
                              int workers) {
   std::vector<Result> results(jobs.size());
   std::vector<std::optional<runtime::KernelId>> ids = register_kernels(jobs, targets, results);
-  ProgressBar progress(jobs.size());
+  ProgressBar progress(jobs.size(), "variants");
   std::atomic<size_t> next{0}, done{0}, failed{0};
   auto work = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
@@ -128,53 +102,97 @@ std::vector<Result> run_jobs(const std::vector<Job>& jobs, std::vector<Target>& 
   return results;
 }
 
-int report(const Context& context, const std::vector<Job>& jobs, const std::vector<Target>& targets,
-           const std::vector<Result>& results, double seconds) {
-  size_t compiled = 0, reused = 0, failed = 0;
-  llvm::json::Array failures;
+struct Tally {
+  size_t compiled = 0, reused = 0, failed = 0, not_saved = 0;
+  llvm::json::Array failures, unsaved;
+  std::map<std::string, size_t> unsaved_reasons; // why -> how many
+};
+
+Tally tally(const Context& context, const std::vector<Job>& jobs,
+            const std::vector<Target>& targets, const std::vector<Result>& results) {
+  Tally t;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    compiled += results[i].outcome == Outcome::compiled;
-    reused += results[i].outcome == Outcome::reused;
-    if (results[i].outcome != Outcome::failed)
+    const Result& result = results[i];
+    t.compiled += result.outcome == Outcome::compiled;
+    t.reused += result.outcome == Outcome::reused;
+    if (result.outcome != Outcome::failed && result.outcome != Outcome::not_saved)
       continue;
-    ++failed;
+    bool failed = result.outcome == Outcome::failed;
     std::string arch = targets[jobs[i].target].engine->arch().name();
-    failures.push_back(llvm::json::Object{{"kernel", jobs[i].def.id},
-                                          {"variant", jobs[i].label},
-                                          {"arch", arch},
-                                          {"error", results[i].error}});
+    (failed ? t.failures : t.unsaved)
+        .push_back(llvm::json::Object{{"kernel", jobs[i].def.id},
+                                      {"variant", jobs[i].label},
+                                      {"arch", arch},
+                                      {failed ? "error" : "reason", result.error}});
+    if (failed) {
+      ++t.failed;
+    } else {
+      ++t.not_saved;
+      ++t.unsaved_reasons[result.error];
+    }
     if (!context.json)
-      fmt::print(stderr, "failed: {} {} ({}): {}\n", jobs[i].def.id, jobs[i].label, arch,
-                 results[i].error);
+      fmt::print(stderr, "{}: {} {} ({}): {}\n", failed ? "failed" : "not saved", jobs[i].def.id,
+                 jobs[i].label, arch, result.error);
   }
+  return t;
+}
+
+llvm::json::Array skipped_json(const std::vector<SkippedKernel>& skipped) {
+  llvm::json::Array out;
+  for (const SkippedKernel& s : skipped)
+    out.push_back(llvm::json::Object{{"kernel", s.kernel},
+                                     {"events", static_cast<int64_t>(s.events)},
+                                     {"reason", s.reason},
+                                     {"first", s.first_at}});
+  return out;
+}
+
+void print_summary(const Context& context, const PlannedJobs& plan, const Tally& t,
+                   const std::vector<std::string>& arch_names, double seconds) {
+  std::string names;
+  for (const std::string& arch : arch_names)
+    names += (names.empty() ? "" : ", ") + arch;
+  fmt::print("precompiled {} variants for {}: {} compiled, {} reused, {} failed{} in {:.2f} s\n",
+             plan.jobs.size(), names.empty() ? "no target" : names, t.compiled, t.reused, t.failed,
+             t.not_saved ? fmt::format(", {} not saved", t.not_saved) : "", seconds);
+  for (const auto& [why, count] : t.unsaved_reasons)
+    warn(context, fmt::format("{} compiled variant{} not saved: {}", count,
+                              count == 1 ? " was" : "s were", why));
+  for (const SkippedKernel& s : plan.skipped)
+    warn(context, fmt::format("skipped {} log event{} of kernel '{}' ({}; first at {})", s.events,
+                              s.events == 1 ? "" : "s", s.kernel, s.reason, s.first_at));
+}
+
+// 0 when every variant is in the cache (compiled and saved, or reused); events of kernels a
+// --from-log replay cannot rebuild are skipped and reported, and do not change the exit code.
+int report(const Context& context, const PlannedJobs& plan, const std::vector<Target>& targets,
+           const std::vector<Result>& results, double seconds) {
+  Tally t = tally(context, plan.jobs, targets, results);
+  std::vector<std::string> arch_names;
   llvm::json::Array arches;
-  const runtime::Engine* unwritable = nullptr;
-  for (const Target& target : targets) {
-    if (!target.engine)
-      continue;
-    arches.push_back(target.engine->arch().name());
-    if (!target.engine->disk_writable())
-      unwritable = target.engine.get();
-  }
-  if (context.json) {
-    print_json(llvm::json::Object{{"variants", static_cast<int64_t>(jobs.size())},
-                                  {"compiled", static_cast<int64_t>(compiled)},
-                                  {"reused", static_cast<int64_t>(reused)},
-                                  {"failed", static_cast<int64_t>(failed)},
+  for (const Target& target : targets)
+    if (target.engine) {
+      arch_names.push_back(target.engine->arch().name());
+      arches.push_back(arch_names.back());
+    }
+  size_t skipped_events = 0;
+  for (const SkippedKernel& s : plan.skipped)
+    skipped_events += s.events;
+  if (context.json)
+    print_json(llvm::json::Object{{"variants", static_cast<int64_t>(plan.jobs.size())},
+                                  {"compiled", static_cast<int64_t>(t.compiled)},
+                                  {"reused", static_cast<int64_t>(t.reused)},
+                                  {"failed", static_cast<int64_t>(t.failed)},
+                                  {"not_saved", static_cast<int64_t>(t.not_saved)},
+                                  {"skipped_events", static_cast<int64_t>(skipped_events)},
                                   {"seconds", seconds},
                                   {"arches", std::move(arches)},
-                                  {"failures", std::move(failures)}});
-  } else {
-    std::string names;
-    for (const llvm::json::Value& arch : arches)
-      names += (names.empty() ? "" : ", ") + arch.getAsString()->str();
-    fmt::print("precompiled {} variants for {}: {} compiled, {} reused, {} failed in {:.2f} s\n",
-               jobs.size(), names.empty() ? "no target" : names, compiled, reused, failed, seconds);
-    if (unwritable != nullptr)
-      warn(context, "the cache cannot be written (" + unwritable->disk_unusable_reason() +
-                        "); nothing was persisted");
-  }
-  return failed == 0 ? k_exit_ok : k_exit_problems;
+                                  {"failures", std::move(t.failures)},
+                                  {"unsaved", std::move(t.unsaved)},
+                                  {"skipped", skipped_json(plan.skipped)}});
+  else
+    print_summary(context, plan, t, arch_names, seconds);
+  return t.failed == 0 && t.not_saved == 0 ? k_exit_ok : k_exit_problems;
 }
 
 int run_precompile(Context& context) {
@@ -195,6 +213,8 @@ int run_precompile(Context& context) {
   std::vector<std::string> arch_names;
   for (const std::optional<Arch>& arch : plan.targets) {
     Config config = context.config;
+    // Strict mode guards serving processes; precompile exists to fill the cache it guards.
+    config.strict.set(StrictMode::off, SettingSource::cli_flag);
     if (arch)
       config.arch.set(*arch, SettingSource::cli_flag);
     created.push_back({arch, std::make_unique<runtime::Engine>(config)});
@@ -208,7 +228,7 @@ int run_precompile(Context& context) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Result> results = run_jobs(plan.jobs, targets, workers);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return report(context, plan.jobs, targets, results, seconds);
+  return report(context, plan, targets, results, seconds);
 }
 
 } // namespace
@@ -220,7 +240,8 @@ std::vector<Command> precompile_commands() {
            "  --manifest FILE     variants or models to precompile (docs/manifest.md); "
            "repeatable;\n"
            "                      without --manifest and --from-log: the built-in defaults\n"
-           "  --from-log FILE     replay the variants a run compiled or loaded (its events.jsonl)\n"
+           "  --from-log FILE     replay the variants a run compiled or loaded (its events.jsonl,\n"
+           "                      rotated files too); kernels it cannot rebuild are skipped\n"
            "  --arch A            target architecture, e.g. sm_90a; repeatable (one pass each)\n"
            "  -j N                parallel compiles (default: number of cores)\n",
            "specjit precompile --manifest deploy.json --arch sm_90a -j 8",

@@ -4,10 +4,10 @@
 #include "runtime/log_reader.h"
 #include "runtime/manifest.h"
 
+#include "support/bounded_file.h"
 #include "support/error.h"
 
 #include <llvm/ADT/bit.h>
-#include <llvm/Support/MemoryBuffer.h>
 
 #include <fmt/format.h>
 
@@ -73,10 +73,10 @@ std::string label_of(const runtime::VariantRequest& request) {
 }
 
 llvm::Error add_manifest(const std::string& path, Planner& planner) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    return make_error(Errc::io, "cannot read manifest {}: {}", path, buffer.getError().message());
-  auto requests = runtime::parse_manifest((*buffer)->getBuffer(), path);
+  auto text = read_regular_file(path, "manifest", k_max_manifest_bytes);
+  if (!text)
+    return text.takeError();
+  auto requests = runtime::parse_manifest(*text, path);
   if (!requests)
     return requests.takeError();
   std::vector<size_t> targets = planner.targets_for(std::nullopt);
@@ -98,6 +98,8 @@ runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy
   case runtime::SpecKind::bucketed:
     if (current.kind == PolicyKind::bucketed)
       return current;
+    if (spec.argument == runtime::k_unbounded_bucket)
+      return Policy::bucketed({0}, /*overflow=*/true);
     return llvm::isPowerOf2_64(static_cast<uint64_t>(spec.argument))
                ? Policy::bucketed_pow2()
                : Policy::bucketed({spec.argument});
@@ -111,54 +113,87 @@ runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy
   return current;
 }
 
-llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const std::string& where) {
+// Errors say why this build cannot rebuild the variant; the caller adds where.
+llvm::Expected<Job> replay_job(const runtime::LogEvent& event) {
   std::optional<runtime::KernelDef> def = runtime::find_kernel_definition(event.kernel);
   if (!def)
-    return make_error(Errc::invalid_argument, "{}: unknown kernel '{}'", where, event.kernel);
+    return make_error(Errc::invalid_argument, "not a kernel this build knows");
   Job job{*def, {}, std::vector<runtime::SpecValue>{}, 0, runtime::describe_variant(event.variant)};
   for (runtime::ParamDef& param : job.def.params) {
     const llvm::json::Value* value = event.variant.get(param.name);
     if (value == nullptr)
-      return make_error(Errc::invalid_argument, "{}: variant of '{}' lacks parameter '{}'", where,
-                        event.kernel, param.name);
+      return make_error(Errc::invalid_argument, "the logged variant lacks parameter '{}'",
+                        param.name);
     auto spec = runtime::SpecValue::parse(*value);
     if (!spec)
-      return make_error(Errc::invalid_argument, "{}: parameter '{}': {}", where, param.name,
+      return make_error(Errc::invalid_argument, "parameter '{}': {}", param.name,
                         llvm::toString(spec.takeError()));
     param.policy = policy_for(*spec, param.policy);
     job.specs->push_back(*spec);
   }
   if (auto err = job.def.validate())
-    return make_error(Errc::invalid_argument, "{}: {}", where, llvm::toString(std::move(err)));
+    return err;
   return job;
 }
 
-llvm::Error add_log(const std::string& path, Planner& planner) {
-  auto log = runtime::read_log(path);
-  if (!log)
-    return log.takeError();
-  // disk_hit events name no architecture; a compile of the same key in the log does.
-  std::map<std::string, std::string> arch_of_key;
-  for (const runtime::LogEvent& event : log->events)
-    if (event.kind == runtime::EventKind::compile && !event.arch.empty())
-      arch_of_key.emplace(event.key, event.arch);
-  for (const runtime::LogEvent& event : log->events) {
+// One distinct variant of the log (kernel and key), with the architecture a compile of it
+// named; disk_hit events name none.
+struct LoggedVariant {
+  runtime::LogEvent event;
+  std::string where; // FILE:LINE of its first event
+  std::string arch;
+  size_t events = 0;
+};
+
+void note_skipped(PlannedJobs& plan, const LoggedVariant& logged, std::string reason) {
+  for (SkippedKernel& s : plan.skipped)
+    if (s.kernel == logged.event.kernel && s.reason == reason) {
+      s.events += logged.events;
+      return;
+    }
+  plan.skipped.push_back({logged.event.kernel, logged.events, std::move(reason), logged.where});
+}
+
+// Streams the log (rotated files too) keeping one event per distinct variant, so memory
+// follows the number of variants, not the length of the log.
+llvm::Error add_log(const std::string& path, Planner& planner, PlannedJobs& plan) {
+  std::vector<LoggedVariant> variants;
+  std::map<std::string, size_t> index;
+  // Only the first event of each variant is decoded (variant_from_json below).
+  runtime::LogReadOptions options;
+  options.variants = options.diffs = false;
+  auto scan = runtime::scan_log(path, [&](runtime::LogEvent&& event, llvm::StringRef file) {
     if (event.kind != runtime::EventKind::compile && event.kind != runtime::EventKind::disk_hit)
+      return;
+    std::string id = event.kernel + "|" + (event.key.empty() ? event.variant_json : event.key);
+    auto [it, added] = index.try_emplace(id, variants.size());
+    if (added) {
+      std::string where = fmt::format("{}:{}", file.str(), event.line);
+      event.variant = runtime::variant_from_json(event.variant_json);
+      variants.push_back({std::move(event), std::move(where), "", 0});
+    }
+    LoggedVariant& logged = variants[it->second];
+    ++logged.events;
+    const std::string& arch = added ? logged.event.arch : event.arch;
+    if (logged.arch.empty() && !arch.empty())
+      logged.arch = arch;
+  }, options);
+  if (!scan)
+    return scan.takeError();
+  for (const LoggedVariant& logged : variants) {
+    auto job = replay_job(logged.event);
+    if (!job) {
+      note_skipped(plan, logged, llvm::toString(job.takeError()));
       continue;
-    std::string where = fmt::format("{}:{}", path, event.line);
-    auto job = replay_job(event, where);
-    if (!job)
-      return job.takeError();
+    }
     // Replay for the architecture the run used, unless --arch says otherwise.
     std::optional<Arch> arch;
-    std::string arch_name = event.arch;
-    if (auto it = arch_of_key.find(event.key); arch_name.empty() && it != arch_of_key.end())
-      arch_name = it->second;
-    if (!arch_name.empty()) {
-      auto parsed = Arch::parse(arch_name);
-      if (!parsed)
-        return make_error(Errc::invalid_argument, "{}: {}", where,
-                          llvm::toString(parsed.takeError()));
+    if (!logged.arch.empty()) {
+      auto parsed = Arch::parse(logged.arch);
+      if (!parsed) {
+        note_skipped(plan, logged, llvm::toString(parsed.takeError()));
+        continue;
+      }
       arch = *parsed;
     }
     planner.add(*job, planner.targets_for(arch));
@@ -177,7 +212,7 @@ llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Ar
     if (auto err = add_manifest(path, planner))
       return err;
   for (const std::string& path : logs)
-    if (auto err = add_log(path, planner))
+    if (auto err = add_log(path, planner, plan))
       return err;
   if (manifests.empty() && logs.empty()) {
     std::vector<size_t> targets = planner.targets_for(std::nullopt);

@@ -21,13 +21,24 @@ struct Job {
   std::string label;                                    // "cols=128, num_tokens=62"
 };
 
+// Events of a --from-log file that name a kernel this build cannot rebuild (unknown to it, or
+// whose parameters changed): skipped, counted and named, never fatal.
+struct SkippedKernel {
+  std::string kernel;
+  size_t events = 0;
+  std::string reason;
+  std::string first_at; // "FILE:LINE" of the first such event
+};
+
 struct PlannedJobs {
   std::vector<std::optional<Arch>> targets; // nullopt: the engine's own choice
   std::vector<Job> jobs;
+  std::vector<SkippedKernel> skipped;
 };
 
 // Reads and validates every manifest and log named on the command line. Errors name the file
-// and line; nothing has been compiled when one is returned.
+// and line; nothing has been compiled when one is returned. A log's events of kernels that
+// cannot be rebuilt are skipped (plan.skipped), the rest replayed.
 llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Arch>>& arches,
                       PlannedJobs& plan);
 

@@ -12,6 +12,8 @@
 // one. Import never replaces a verified entry of the root with different bytes.
 #include "cli.h"
 
+#include "support/bounded_file.h"
+
 #include <llvm/Support/Endian.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -266,11 +268,10 @@ void print_import(const Context& context, const ImportReport& report, const std:
 
 int run_import(Context& context) {
   const std::string& file = context.args.positional.front();
-  auto buffer = llvm::MemoryBuffer::getFile(file, false, false);
-  if (!buffer)
-    return report_error(context,
-                        fmt::format("cannot read {}: {}", file, buffer.getError().message()));
-  auto records = read_records((*buffer)->getBuffer(), file);
+  auto bundle = read_regular_file(file, "bundle", k_max_bundle_bytes);
+  if (!bundle)
+    return report_error(context, bundle.takeError());
+  auto records = read_records(*bundle, file);
   if (!records)
     return report_error(context, records.takeError());
   cache::DiskStore store(store_options(context.config));

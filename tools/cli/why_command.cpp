@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <deque>
 #include <map>
 #include <set>
 
@@ -155,34 +156,39 @@ int run_why(Context& context) {
     }
   }
   size_t last = k_default_last;
-  if (auto text = context.args.value("--last"))
-    if (llvm::StringRef(*text).getAsInteger(10, last) || last == 0)
-      return usage_error(context, "--last needs a positive number");
+  if (auto text = context.args.value("--last")) {
+    auto parsed = parse_integer_in("--last", *text, {1, 1'000'000});
+    if (!parsed)
+      return usage_error(context, llvm::toString(parsed.takeError()));
+    last = static_cast<size_t>(*parsed);
+  }
   auto path = log_file(context);
   if (!path)
     return report_error(context, path.takeError());
-  auto log = load_log(context, *path);
-  if (!log)
-    return report_error(context, log.takeError());
-  std::vector<const runtime::LogEvent*> compiles;
+  // Streams the log keeping only the latest `last` matching compiles.
+  std::deque<runtime::LogEvent> compiles;
   int64_t storms = 0;
-  for (const runtime::LogEvent& event : log->events) {
+  auto scan = stream_log(context, *path, [&](runtime::LogEvent&& event, llvm::StringRef) {
     if (event.kernel != kernel)
-      continue;
-    if (event.kind == runtime::EventKind::compile && matches(event, wanted))
-      compiles.push_back(&event);
+      return;
     if (event.kind == runtime::EventKind::storm && ++storms && !context.json)
       fmt::print("storm: {} distinct values of {} compiled; consider policy dynamic or bucketed\n",
                  event.distinct_values, event.param);
-  }
+    if (event.kind != runtime::EventKind::compile || !matches(event, wanted))
+      return;
+    compiles.push_back(std::move(event));
+    if (compiles.size() > last)
+      compiles.pop_front();
+  }, runtime::LogReadOptions{true, true, kernel});
+  if (!scan)
+    return report_error(context, scan.takeError());
   if (compiles.empty())
     return report_error(context, fmt::format("no compile of {}{} in {}", kernel,
                                              wanted.empty() ? "" : " matching --variant", *path));
-  if (compiles.size() > last)
-    compiles.erase(compiles.begin(), compiles.end() - static_cast<std::ptrdiff_t>(last));
   CachedKernel cached = cached_kernel(context, kernel);
   llvm::json::Array explanations;
-  for (const runtime::LogEvent* event : compiles) {
+  for (const runtime::LogEvent& compile : compiles) {
+    const runtime::LogEvent* event = &compile;
     std::vector<std::string> lines;
     explanations.push_back(explain(cached, *event, lines));
     if (context.json)
