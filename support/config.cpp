@@ -72,6 +72,19 @@ llvm::Error read_integer(Config::Lookup lookup, llvm::StringRef name, Setting<T>
   return llvm::Error::success();
 }
 
+// The fleet tier: the URL is checked here; the password file is read when connecting.
+llvm::Error read_remote(Config::Lookup lookup, Config& config) {
+  if (auto text = lookup("SPECJIT_REMOTE")) {
+    auto url = parse_remote_url(*text);
+    if (!url)
+      return bad_variable("SPECJIT_REMOTE", url.takeError());
+    config.remote.set(std::move(*url), SettingSource::environment);
+  }
+  if (auto file = lookup("SPECJIT_REMOTE_PASSWORD_FILE"))
+    config.remote_password_file.set(*file, SettingSource::environment);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<Config> Config::from_environment() {
@@ -134,6 +147,8 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
   if (auto err = read_integer(non_empty, "SPECJIT_STALE_TEMP_SECONDS", config.stale_temp_seconds,
                               int64_t{1}))
     return err;
+  if (auto err = read_remote(non_empty, config))
+    return std::move(err);
   return config;
 }
 
@@ -183,6 +198,9 @@ std::vector<Config::Row> Config::describe() const {
       {"device", "SPECJIT_DEVICE", std::to_string(device.value), device.source},
       {"stale_temp_seconds", "SPECJIT_STALE_TEMP_SECONDS",
        std::to_string(stale_temp_seconds.value), stale_temp_seconds.source},
+      {"remote", "SPECJIT_REMOTE", remote.value ? remote.value->redacted() : "off", remote.source},
+      {"remote_password_file", "SPECJIT_REMOTE_PASSWORD_FILE", remote_password_file.value,
+       remote_password_file.source},
   };
 }
 

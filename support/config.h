@@ -4,6 +4,7 @@
 #pragma once
 
 #include "support/arch.h"
+#include "support/remote_url.h"
 
 #include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
@@ -41,6 +42,8 @@ struct Config {
   Setting<uint64_t> max_cache_bytes{0};            // SPECJIT_CACHE_MAX_SIZE (e.g. 10G); 0: none
   Setting<int64_t> device{0};                      // SPECJIT_DEVICE: CUDA device ordinal
   Setting<int64_t> stale_temp_seconds{3600};       // SPECJIT_STALE_TEMP_SECONDS
+  Setting<std::optional<RemoteUrl>> remote;        // SPECJIT_REMOTE (remote_url.h); none: off
+  Setting<std::string> remote_password_file;       // SPECJIT_REMOTE_PASSWORD_FILE
   // Facts of the environment used to derive defaults, not settings of their own.
   std::string xdg_cache_home;
   std::string home;
