@@ -60,12 +60,14 @@ FleetWait acquire_or_wait(RemoteStore& store, const Digest128& key) {
     }
     if (*taken) {
       // The holder before us may have published just before releasing.
+      FleetLock lock(store, lock_name, token);
       auto value = store.get(entry_name, url.max_value_bytes);
       if (value && *value)
-        result.value = std::move(*value);
+        result.value = std::move(*value); // and the lock goes again at once
       else if (!value)
         llvm::consumeError(value.takeError());
-      result.lock = FleetLock(store, lock_name, token);
+      else
+        result.lock = std::move(lock);
       break;
     }
     auto value = store.get(entry_name, url.max_value_bytes);

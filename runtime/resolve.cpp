@@ -325,8 +325,6 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   }
   cache::EntryMetadata metadata = metadata_for(request, *compiled);
   std::string bytes = cache::encode_entry(request.key, compiled->cubin, metadata);
-  if (remote)
-    remote->push(request.key, bytes, event_base("remote", request));
   if (store.writable()) {
     if (auto err = store.publish(request.key, def.id, bytes)) {
       counters.write_failures.fetch_add(1, std::memory_order_relaxed);
@@ -336,6 +334,8 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
       log.write(std::move(event));
     }
   }
+  if (remote)
+    remote->push(request.key, bytes, event_base("remote", request));
   out.cubin = std::move(compiled->cubin);
   out.lowered_name = compiled->lowered_name;
   out.registers = metadata.registers;
