@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <netinet/in.h>
+#include <memory>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -114,6 +115,32 @@ private:
   int m_port;
   std::vector<std::string> m_extra;
   pid_t m_pid = -1;
+};
+
+// The CI's shared server (SPECJIT_TEST_REDIS, redis://host:port/0) in database `db`, emptied
+// first; else a server of this test's own.
+class TestRedis {
+public:
+  explicit TestRedis(int db) {
+    const char* shared = std::getenv("SPECJIT_TEST_REDIS");
+    if (shared == nullptr || *shared == '\0') {
+      m_own = std::make_unique<RedisServer>();
+      m_base = m_own->url("", db);
+      return;
+    }
+    std::string base = shared;
+    m_base = base.substr(0, base.rfind('/')) + "/" + std::to_string(db);
+    std::string port = base.substr(base.rfind(':') + 1);
+    port = port.substr(0, port.find('/'));
+    run_process({"/usr/bin/redis-cli", "-p", port, "-n", std::to_string(db), "FLUSHDB"});
+  }
+  std::string url(const std::string& params = "") const {
+    return m_base + (params.empty() ? "" : "?" + params);
+  }
+
+private:
+  std::unique_ptr<RedisServer> m_own;
+  std::string m_base;
 };
 
 } // namespace specjit::test
