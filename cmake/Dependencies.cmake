@@ -1,6 +1,6 @@
 # Every external dependency is found here, once. Debian packages: llvm-dev, libxxhash-dev,
-# libfmt-dev, doctest-dev, libsodium-dev; the CUDA toolkit for NVRTC and the driver API header
-# (never libcuda).
+# libfmt-dev, doctest-dev, libsodium-dev, libhiredis-dev, pkg-config; the CUDA toolkit for
+# NVRTC and the driver API header (never libcuda).
 find_package(CUDAToolkit REQUIRED)
 # NVRTC alone: CMake's CUDA::nvrtc target also drags in the libcuda stub, and specjit must have
 # no link dependency on the driver (it is dlopen'ed at first use).
@@ -39,3 +39,9 @@ target_include_directories(specjit_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIR})
 target_link_libraries(specjit_llvm INTERFACE ${LLVM_SUPPORT_LIBS} ${LLVM_SYSTEM_LIBS})
 target_compile_definitions(specjit_llvm INTERFACE _GNU_SOURCE __STDC_CONSTANT_MACROS
                            __STDC_FORMAT_MACROS __STDC_LIMIT_MACROS)
+
+# The fleet tier's Redis client (Debian libhiredis-dev), linked into specjit_cache only.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+add_library(specjit_hiredis INTERFACE)
+target_link_libraries(specjit_hiredis INTERFACE PkgConfig::HIREDIS)

@@ -21,7 +21,8 @@ uint64_t next_instance_id() {
 
 Engine::Impl::Impl(const Config& config_in)
     : config(config_in), instance_id(next_instance_id()), store(store_options(config_in)),
-      log(config_in.log_path(), config_in.log_max_bytes.value) {
+      log(config_in.log_path(), config_in.log_max_bytes.value),
+      remote(open_remote_tier(config_in, log)) {
   // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
   sealed = config.strict.value != StrictMode::off;
   if (store.writable())
@@ -410,10 +411,12 @@ EngineStats Engine::stats() const {
   EngineStats stats;
   stats.memory_hits = c.memory_hits.load();
   stats.disk_hits = c.disk_hits.load();
+  stats.remote_hits = c.remote_hits.load();
   stats.compiles = c.compiles.load();
   stats.failures = c.failures.load();
   // Every request ends in exactly one of these outcomes; counting them is counting requests.
-  stats.requests = stats.memory_hits + stats.disk_hits + stats.compiles + stats.failures;
+  stats.requests = stats.memory_hits + stats.disk_hits + stats.remote_hits + stats.compiles +
+                   stats.failures;
   stats.corrupt_entries = c.corrupt_entries.load();
   stats.write_failures = c.write_failures.load();
   stats.storms = c.storms.load();

@@ -36,7 +36,7 @@ struct KernelId {
   uint32_t index = 0;
 };
 
-enum class VariantSource : uint8_t { compiled, disk, memory };
+enum class VariantSource : uint8_t { compiled, disk, memory, remote };
 
 // One compiled variant. Immutable once published by the engine, except `function`, which is
 // set once when the module is loaded.
@@ -77,12 +77,13 @@ struct LaunchConfig {
   unsigned cluster_x = 1;
 };
 
-// Counters since the engine was created. requests == memory_hits + disk_hits + compiles +
-// failures, exactly, under any concurrency.
+// Counters since the engine was created. requests == memory_hits + disk_hits + remote_hits +
+// compiles + failures, exactly, under any concurrency.
 struct EngineStats {
   uint64_t requests = 0;
   uint64_t memory_hits = 0;
   uint64_t disk_hits = 0;
+  uint64_t remote_hits = 0; // fetched from the fleet tier (docs/fleet.md)
   uint64_t compiles = 0;
   uint64_t failures = 0;
   uint64_t corrupt_entries = 0;

@@ -4,6 +4,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/event_log.h"
+#include "runtime/remote_tier.h"
 #include "runtime/variant_key.h"
 
 #include "cache/disk_store.h"
@@ -49,7 +50,7 @@ struct Slot {
 };
 
 struct Counters {
-  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, compiles{0}, failures{0},
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0}, failures{0},
       corrupt_entries{0}, write_failures{0}, storms{0};
 };
 
@@ -62,6 +63,7 @@ struct Engine::Impl {
   uint64_t instance_id;
   cache::DiskStore store;
   EventLog log;
+  std::unique_ptr<RemoteTier> remote; // the fleet tier; nullptr: none configured
   Counters counters;
   std::atomic<bool> sealed{false};
 

@@ -184,6 +184,28 @@ static void load_index(Engine::Impl& engine, KernelState& kernel) {
       kernel.known.push_back({entry.metadata->key_inputs, std::move(entry.metadata->variant)});
 }
 
+static void fill_from_entry(const cache::DecodedEntry& entry, VariantSource source, Variant& out) {
+  out.cubin = entry.cubin.str();
+  out.lowered_name = entry.metadata.lowered_name;
+  out.registers = entry.metadata.registers;
+  out.spill_bytes = entry.metadata.spill_bytes;
+  out.warnings = entry.metadata.warnings;
+  out.shared_bytes = entry.metadata.shared_bytes;
+  out.compile_ms = entry.metadata.compile_ms;
+  out.source = source;
+}
+
+// The fleet tier (runtime/remote_tier.h) found a verified entry: use it.
+static bool take_remote(Engine::Impl& engine, const Request& request,
+                        std::optional<RemoteEntry> found, Variant& out) {
+  if (!found)
+    return false;
+  fill_from_entry(found->entry, VariantSource::remote, out);
+  engine.counters.remote_hits.fetch_add(1, std::memory_order_relaxed);
+  note_variant(engine, request);
+  return true;
+}
+
 // Looks the key up in the disk layers. Corrupt entries met on the way are counted and logged,
 // each path once per request: a bad entry in a read-only layer cannot be moved aside, so the
 // second look after taking the compile lock meets it again.
@@ -205,15 +227,7 @@ static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out,
   }
   if (!result.hit)
     return false;
-  const cache::DecodedEntry& entry = result.hit->entry;
-  out.cubin = entry.cubin.str();
-  out.lowered_name = entry.metadata.lowered_name;
-  out.registers = entry.metadata.registers;
-  out.spill_bytes = entry.metadata.spill_bytes;
-  out.warnings = entry.metadata.warnings;
-  out.shared_bytes = entry.metadata.shared_bytes;
-  out.compile_ms = entry.metadata.compile_ms;
-  out.source = VariantSource::disk;
+  fill_from_entry(result.hit->entry, VariantSource::disk, out);
   engine.counters.disk_hits.fetch_add(1, std::memory_order_relaxed);
   llvm::json::Object event = event_base("disk_hit", request);
   event["ms"] = milliseconds_since(start);
@@ -261,12 +275,22 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   std::set<std::string> reported;
   if (try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
+  if (remote && take_remote(*this, request,
+                            remote->fetch(request.key, store, event_base("remote", request)), out))
+    return llvm::Error::success();
   // Another process may be compiling this key: wait for it, then look again. Only an
   // optimisation: without the lock both compile and publish identical bytes.
   cache::CompileLock lock = store.writable() ? store.lock_for_compile(request.key)
                                              : cache::CompileLock();
   if (lock.acquired() && try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
+  // The same across the fleet: wait for the node compiling it, or hold the fleet lock.
+  RemoteTier::Flight flight;
+  if (remote && !(sealed.load() && config.strict.value == StrictMode::error)) {
+    flight = remote->single_flight(request.key, store, event_base("remote", request));
+    if (take_remote(*this, request, std::move(flight.entry), out))
+      return llvm::Error::success();
+  }
 
   std::string phase = sealed.load() ? "serving" : "warmup";
   if (sealed.load() && config.strict.value == StrictMode::error) {
@@ -300,8 +324,8 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
                       message);
   }
   cache::EntryMetadata metadata = metadata_for(request, *compiled);
+  std::string bytes = cache::encode_entry(request.key, compiled->cubin, metadata);
   if (store.writable()) {
-    std::string bytes = cache::encode_entry(request.key, compiled->cubin, metadata);
     if (auto err = store.publish(request.key, def.id, bytes)) {
       counters.write_failures.fetch_add(1, std::memory_order_relaxed);
       llvm::json::Object event = event_base("write_failed", request);
@@ -314,6 +338,8 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   } else {
     out.not_saved = "the cache cannot be written: " + store.unusable_reason();
   }
+  if (remote)
+    remote->push(request.key, bytes, event_base("remote", request));
   out.cubin = std::move(compiled->cubin);
   out.lowered_name = compiled->lowered_name;
   out.registers = metadata.registers;

@@ -105,6 +105,19 @@ llvm::Error read_size(Config::Lookup lookup, llvm::StringRef name, Setting<uint6
   return llvm::Error::success();
 }
 
+// The fleet tier: the URL is checked here; the password file is read when connecting.
+llvm::Error read_remote(Config::Lookup lookup, Config& config) {
+  if (auto text = lookup("SPECJIT_REMOTE")) {
+    auto url = parse_remote_url(*text);
+    if (!url)
+      return bad_variable("SPECJIT_REMOTE", url.takeError());
+    config.remote.set(std::move(*url), SettingSource::environment);
+  }
+  if (auto file = lookup("SPECJIT_REMOTE_PASSWORD_FILE"))
+    config.remote_password_file.set(*file, SettingSource::environment);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<Config> Config::from_environment() {
@@ -169,6 +182,8 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
   if (auto err = read_integer(non_empty, "SPECJIT_STALE_TEMP_SECONDS", config.stale_temp_seconds,
                               k_stale_temp_seconds_range))
     return err;
+  if (auto err = read_remote(non_empty, config))
+    return std::move(err);
   return config;
 }
 
@@ -223,6 +238,9 @@ std::vector<Config::Row> Config::describe() const {
        trust_key_file.source},
       {"log_max_bytes", "SPECJIT_LOG_MAX_SIZE", std::to_string(log_max_bytes.value),
        log_max_bytes.source},
+      {"remote", "SPECJIT_REMOTE", remote.value ? remote.value->redacted() : "off", remote.source},
+      {"remote_password_file", "SPECJIT_REMOTE_PASSWORD_FILE", remote_password_file.value,
+       remote_password_file.source},
   };
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "support/arch.h"
+#include "support/remote_url.h"
 
 #include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/Support/Error.h>
@@ -45,6 +46,8 @@ struct Config {
   // path is kept here, the key is read by the cache and never shown.
   Setting<std::string> trust_key_file;
   Setting<uint64_t> log_max_bytes{64ull << 20};    // SPECJIT_LOG_MAX_SIZE: rotate past this
+  Setting<std::optional<RemoteUrl>> remote;        // SPECJIT_REMOTE (remote_url.h); none: off
+  Setting<std::string> remote_password_file;       // SPECJIT_REMOTE_PASSWORD_FILE
   // Facts of the environment used to derive defaults, not settings of their own.
   std::string xdg_cache_home;
   std::string home;

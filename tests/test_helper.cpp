@@ -289,6 +289,7 @@ int run_prepare(const Options& options, runtime::Engine& engine, runtime::Kernel
                       {"calls", calls.load()},
                       {"memory_hits", static_cast<int64_t>(stats.memory_hits)},
                       {"disk_hits", static_cast<int64_t>(stats.disk_hits)},
+                      {"remote_hits", static_cast<int64_t>(stats.remote_hits)},
                       {"compiles", static_cast<int64_t>(stats.compiles)},
                       {"failures", static_cast<int64_t>(stats.failures)},
                       {"corrupt_entries", static_cast<int64_t>(stats.corrupt_entries)},

@@ -65,6 +65,7 @@ std::vector<Command> log_commands();
 std::vector<Command> cache_commands();
 std::vector<Command> transfer_commands();
 std::vector<Command> inspect_commands();
+std::vector<Command> remote_commands();
 
 // Prints "specjit NAME: MESSAGE; see 'specjit NAME --help'" and returns k_exit_usage.
 int usage_error(const Context& context, const std::string& message);

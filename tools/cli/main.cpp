@@ -19,7 +19,7 @@ const Flag k_global_flags[] = {
 std::vector<Command> all_commands() {
   std::vector<Command> commands;
   for (auto&& group : {precompile_commands(), log_commands(), cache_commands(), inspect_commands(),
-                       transfer_commands()})
+                       transfer_commands(), remote_commands()})
     commands.insert(commands.end(), group.begin(), group.end());
   return commands;
 }

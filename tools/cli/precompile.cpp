@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "precompile_jobs.h"
 #include "progress.h"
+#include "remote_push.h"
 
 #include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
@@ -195,6 +196,16 @@ int report(const Context& context, const PlannedJobs& plan, const std::vector<Ta
   return t.failed == 0 && t.not_saved == 0 ? k_exit_ok : k_exit_problems;
 }
 
+// Every entry of the root goes to the remote, compiled now or before; said on stderr so that
+// --json's one object on stdout stays the precompile report.
+int push_after_precompile(Context& context, cache::RemoteStore& remote, int code) {
+  PushResult pushed = push_local_entries(context, remote);
+  fmt::print(stderr, "specjit precompile: pushed {} entries to {}, {} already there, {} failed{}\n",
+             pushed.pushed, remote.url().redacted(), pushed.present, pushed.failed,
+             pushed.failed ? " (" + pushed.first_failure + ")" : "");
+  return pushed.failed == 0 && pushed.skipped == 0 ? code : k_exit_problems;
+}
+
 int run_precompile(Context& context) {
   int workers = 1;
   if (int code = parallelism(context, workers))
@@ -205,6 +216,14 @@ int run_precompile(Context& context) {
     if (!arch)
       return usage_error(context, llvm::toString(arch.takeError()));
     arches.push_back(*arch);
+  }
+  // --push (image builders): the remote must be writable before anything is compiled.
+  std::unique_ptr<cache::RemoteStore> push_to;
+  if (context.args.has("--push")) {
+    auto remote = writable_remote(context);
+    if (!remote)
+      return report_error(context, remote.takeError(), k_exit_usage);
+    push_to = std::move(*remote);
   }
   PlannedJobs plan;
   if (auto err = plan_jobs(context, arches, plan))
@@ -228,7 +247,8 @@ int run_precompile(Context& context) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Result> results = run_jobs(plan.jobs, targets, workers);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return report(context, plan, targets, results, seconds);
+  int code = report(context, plan, targets, results, seconds);
+  return push_to ? push_after_precompile(context, *push_to, code) : code;
 }
 
 } // namespace
@@ -243,12 +263,15 @@ std::vector<Command> precompile_commands() {
            "  --from-log FILE     replay the variants a run compiled or loaded (its events.jsonl,\n"
            "                      rotated files too); kernels it cannot rebuild are skipped\n"
            "  --arch A            target architecture, e.g. sm_90a; repeatable (one pass each)\n"
-           "  -j N                parallel compiles (default: number of cores)\n",
+           "  -j N                parallel compiles (default: number of cores)\n"
+           "  --push              then store every entry of the root in the remote\n"
+           "                      (SPECJIT_REMOTE, mode=rw; docs/fleet.md)\n",
            "specjit precompile --manifest deploy.json --arch sm_90a -j 8",
            {{"--manifest", true, true},
             {"--from-log", true, true},
             {"--arch", true, true},
-            {"-j", true, false}},
+            {"-j", true, false},
+            {"--push", false, false}},
            0,
            0,
            run_precompile}};

@@ -1,0 +1,194 @@
+// specjit-bench remote: the fleet tier on one Redis (docs/bench/fleet.md), no GPU needed.
+//   warm     one node compiles N variants of scale_tokens and pushes them
+//   fresh    a node with an empty local root makes each variant ready (Engine::prepare):
+//            fetch + verify + local write, timed per variant
+//   fleet    Redis emptied, 16 cold nodes (processes, empty roots) start at once on the same
+//            variants: compiles counted from their shared recompilation log
+// Without --url it starts its own redis-server on a free loopback port.
+#include "bench_common.h"
+
+#include "runtime/builtin_kernels.h"
+#include "runtime/log_reader.h"
+
+#include "cache/remote_store.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <set>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace specjit::bench {
+
+namespace {
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+pid_t start_redis(int port) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    std::string p = std::to_string(port);
+    ::execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save",
+             "", "--appendonly", "no", nullptr);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+Config node_config(const std::string& root, const std::string& log, const std::string& url) {
+  Config config = must(Config::from_environment(), "configuration");
+  config.cache_dir.set(root, SettingSource::cli_flag);
+  config.log.set(log, SettingSource::cli_flag);
+  config.arch.set(Arch{9, 0, true}, SettingSource::cli_flag);
+  config.storm_threshold.set(1 << 20, SettingSource::cli_flag); // many values on purpose
+  config.remote.set(must(parse_remote_url(url), "--url"), SettingSource::cli_flag);
+  return config;
+}
+
+// Makes every variant ready on one node; the milliseconds of each prepare.
+std::vector<double> run_node(const Config& config, int variants) {
+  runtime::Engine engine(config);
+  runtime::KernelId kernel =
+      must(engine.add_kernel(runtime::scale_tokens_kernel(runtime::Policy::exact())), "kernel");
+  std::vector<double> ms;
+  for (int v = 1; v <= variants; ++v) {
+    auto start = std::chrono::steady_clock::now();
+    must(engine.prepare(kernel, {128, v}), "prepare");
+    ms.push_back(seconds_since(start) * 1000);
+  }
+  return ms;
+}
+
+int64_t compiles_in(const std::string& log) {
+  auto contents = must(runtime::read_log(log), "log");
+  int64_t compiles = 0;
+  for (const runtime::LogEvent& event : contents.events)
+    compiles += event.kind == runtime::EventKind::compile;
+  return compiles;
+}
+
+// The remote_hit events' ms: fetch and verification, before the local write.
+std::vector<double> fetch_ms_in(const std::string& log) {
+  std::vector<double> ms;
+  for (const runtime::LogEvent& event : must(runtime::read_log(log), "log").events)
+    if (event.event == "remote_hit")
+      ms.push_back(event.ms);
+  return ms;
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  return values[static_cast<size_t>(p * (values.size() - 1))];
+}
+
+} // namespace
+
+int run_remote_bench(int argc, char** argv) {
+  Flags flags;
+  if (!parse_flags(argc, argv, 2, {"--url", "--variants", "--nodes", "--json"}, {"--help"}, flags))
+    return 2;
+  if (flags.has("--help")) {
+    llvm::outs() << "specjit-bench remote [--url redis://127.0.0.1:6379/0] [--variants 16]\n"
+                    "                     [--nodes 16] [--json docs/bench/fleet.json]\n";
+    return 0;
+  }
+  int64_t variants = 0, nodes = 0;
+  if (!parse_count(flags, "remote", "--variants", 1, 1000, 16, variants) ||
+      !parse_count(flags, "remote", "--nodes", 1, 256, 16, nodes))
+    return 2;
+  std::string url = flags.get("--url", "");
+  pid_t server = -1;
+  if (url.empty()) {
+    int port = free_port();
+    server = start_redis(port);
+    url = "redis://127.0.0.1:" + std::to_string(port) + "/0";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  url += url.find('?') == std::string::npos ? "?lock_ttl_ms=60000" : "";
+  ScratchDir scratch("specjit-bench-remote");
+  auto remote = std::make_unique<cache::RemoteStore>(must(parse_remote_url(url), "--url"), "");
+  must(remote->ping().takeError(), "reaching the remote");
+  run_node(node_config(scratch.path() + "/warm", scratch.path() + "/warm.jsonl", url),
+           static_cast<int>(variants));
+  std::vector<double> fresh =
+      run_node(node_config(scratch.path() + "/fresh", scratch.path() + "/fresh.jsonl", url),
+               static_cast<int>(variants));
+  int64_t fresh_compiles = compiles_in(scratch.path() + "/fresh.jsonl");
+  std::vector<double> fetch = fetch_ms_in(scratch.path() + "/fresh.jsonl");
+  if (fetch.empty())
+    fetch.push_back(0);
+  // The cold fleet: the remote emptied of this benchmark's entries.
+  for (const std::string& name : must(remote->scan("specjit:v1:*", SIZE_MAX), "scan"))
+    must(remote->remove(name).takeError(), "emptying the remote");
+  std::string fleet_log = scratch.path() + "/fleet.jsonl";
+  auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> children;
+  for (int64_t n = 0; n < nodes; ++n) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      run_node(node_config(scratch.path() + "/node" + std::to_string(n), fleet_log, url),
+               static_cast<int>(variants));
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  double fleet_s = seconds_since(start);
+  int64_t fleet_compiles = compiles_in(fleet_log);
+  if (server > 0) {
+    ::kill(server, SIGKILL);
+    ::waitpid(server, nullptr, 0);
+  }
+  fmt::print("fresh node, warm remote: ready per variant median {:.3f} ms, p99 {:.3f} ms, "
+             "{} compiles ({} variants)\n",
+             median(fresh), percentile(fresh, 0.99), fresh_compiles, variants);
+  fmt::print("  of which fetch + verify: median {:.3f} ms, p99 {:.3f} ms (the rest: the durable "
+             "local write, fsync)\n",
+             median(fetch), percentile(fetch, 0.99));
+  fmt::print("{} cold nodes at once: {} compiles for {} distinct keys in {:.2f} s, {} failed\n",
+             nodes, fleet_compiles, variants, fleet_s, failed);
+  llvm::json::Array per_variant;
+  for (double ms : fresh)
+    per_variant.push_back(ms);
+  llvm::json::Object report{{"variants", variants},
+                            {"fresh_ready_ms_median", median(fresh)},
+                            {"fresh_ready_ms_p99", percentile(fresh, 0.99)},
+                            {"fresh_ready_ms", std::move(per_variant)},
+                            {"fresh_fetch_verify_ms_median", median(fetch)},
+                            {"fresh_fetch_verify_ms_p99", percentile(fetch, 0.99)},
+                            {"fresh_compiles", fresh_compiles},
+                            {"fleet_nodes", nodes},
+                            {"fleet_compiles", fleet_compiles},
+                            {"fleet_distinct_keys", variants},
+                            {"fleet_seconds", fleet_s},
+                            {"fleet_failed_nodes", failed}};
+  std::string json = flags.get("--json", "");
+  if (!json.empty() && !write_report(json, std::move(report)))
+    return 1;
+  return failed == 0 && fleet_compiles == variants && fresh_compiles == 0 ? 0 : 1;
+}
+
+} // namespace specjit::bench
