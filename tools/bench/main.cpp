@@ -4,8 +4,10 @@
 //   specjit-bench inv-rope          the fused inverse-RoPE + FP8 quantization kernel
 //   specjit-bench moe               the fused MoE layer (and --tune: its tile table)
 //   specjit-bench moe-routing       the moe benchmark's routings and their token blocks (no GPU)
+//   specjit-bench tp-startup        N tensor-parallel ranks starting at once on one cache
 #include "bench_common.h"
 #include "moe_routing.h"
+#include "tp_startup.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -14,7 +16,8 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing [flags]\n"
+    llvm::errs() << "usage: specjit-bench "
+                    "engine|recompile-trace|inv-rope|moe|moe-routing|tp-startup [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -29,7 +32,9 @@ int main(int argc, char** argv) {
     return run_moe_bench(argc, argv);
   if (mode == "moe-routing")
     return run_moe_routing(argc, argv);
+  if (mode == "tp-startup")
+    return run_tp_startup(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
-               << "'; expected engine, recompile-trace, inv-rope, moe or moe-routing\n";
+               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing or tp-startup\n";
   return 2;
 }
