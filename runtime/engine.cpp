@@ -420,6 +420,9 @@ EngineStats Engine::stats() const {
   stats.corrupt_entries = c.corrupt_entries.load();
   stats.write_failures = c.write_failures.load();
   stats.storms = c.storms.load();
+  stats.lock_waits = c.lock_waits.load();
+  stats.lock_wait_ms_total = static_cast<double>(c.lock_wait_us_total.load()) / 1000.0;
+  stats.lock_wait_ms_max = static_cast<double>(c.lock_wait_us_max.load()) / 1000.0;
   return stats;
 }
 

@@ -89,6 +89,11 @@ struct EngineStats {
   uint64_t corrupt_entries = 0;
   uint64_t write_failures = 0;
   uint64_t storms = 0;
+  // Cross-process compile-lock takes that waited (another process held the key and published
+  // it meanwhile, or the take timed out), and the time spent taking the lock (every take).
+  uint64_t lock_waits = 0;
+  double lock_wait_ms_total = 0;
+  double lock_wait_ms_max = 0;
 };
 
 class Engine {

@@ -12,6 +12,7 @@
 #include <llvm/ADT/DenseMap.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -52,6 +53,19 @@ struct Slot {
 struct Counters {
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0}, failures{0},
       corrupt_entries{0}, write_failures{0}, storms{0};
+  std::atomic<uint64_t> lock_waits{0}, lock_wait_us_total{0}, lock_wait_us_max{0};
+  // One take of a key's compile lock: `waited` when another process held it (it published the
+  // key meanwhile) or the take gave up.
+  void note_lock_take(std::chrono::steady_clock::duration took, bool waited) {
+    const auto us = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    if (waited)
+      lock_waits.fetch_add(1, std::memory_order_relaxed);
+    lock_wait_us_total.fetch_add(us, std::memory_order_relaxed);
+    for (uint64_t max = lock_wait_us_max.load(); us > max;)
+      if (lock_wait_us_max.compare_exchange_weak(max, us))
+        break;
+  }
 };
 
 inline constexpr size_t k_max_kernels = 1024;

@@ -280,9 +280,15 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
     return llvm::Error::success();
   // Another process may be compiling this key: wait for it, then look again. Only an
   // optimisation: without the lock both compile and publish identical bytes.
+  const auto lock_start = std::chrono::steady_clock::now();
   cache::CompileLock lock = store.writable() ? store.lock_for_compile(request.key)
                                              : cache::CompileLock();
-  if (lock.acquired() && try_disk(*this, request, out, corrupt, reported))
+  const auto lock_time = std::chrono::steady_clock::now() - lock_start;
+  const bool published_meanwhile =
+      lock.acquired() && try_disk(*this, request, out, corrupt, reported);
+  if (store.writable())
+    counters.note_lock_take(lock_time, published_meanwhile || !lock.acquired());
+  if (published_meanwhile)
     return llvm::Error::success();
   // The same across the fleet: wait for the node compiling it, or hold the fleet lock.
   RemoteTier::Flight flight;

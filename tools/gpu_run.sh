@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the benchmarks on a device host from a bundle made by
 # ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
-#   tools/gpu_run.sh [tests|bench|precompile|all]
+#   tools/gpu_run.sh [tests|bench|precompile|tp-startup|all]
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -21,6 +21,10 @@ if [[ $what == bench || $what == all ]]; then
     --json "$out/moe-h200-table.json" 2>&1 | tail -22
   "$bin/specjit-bench" recompile-trace --report "$out/recompile-trace-h200.json" 2>&1 |
     grep -v warning
+fi
+if [[ $what == tp-startup || $what == all ]]; then
+  # Eight ranks on every visible GPU (one GPU: all eight share it), cold then warm.
+  "$bin/specjit-bench" tp-startup --ranks 8 --json "$out/tp-startup-h200.json" 2>&1
 fi
 if [[ $what == precompile || $what == all ]]; then
   # The built-in default manifest, and a 50-variant manifest, at -j1 and -j<cores>.

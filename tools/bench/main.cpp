@@ -5,8 +5,10 @@
 //   specjit-bench moe               the fused MoE layer (and --tune: its tile table)
 //   specjit-bench moe-routing       the moe benchmark's routings and their token blocks (no GPU)
 //   specjit-bench remote            the fleet tier on Redis: fresh node, cold fleet (no GPU)
+//   specjit-bench tp-startup        N tensor-parallel ranks starting at once on one cache
 #include "bench_common.h"
 #include "moe_routing.h"
+#include "tp_startup.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -15,7 +17,8 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing|remote [flags]\n"
+    llvm::errs() << "usage: specjit-bench "
+                    "engine|recompile-trace|inv-rope|moe|moe-routing|remote|tp-startup [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -32,7 +35,10 @@ int main(int argc, char** argv) {
     return run_moe_routing(argc, argv);
   if (mode == "remote")
     return run_remote_bench(argc, argv);
+  if (mode == "tp-startup")
+    return run_tp_startup(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
-               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing or remote\n";
+               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing, remote or "
+                  "tp-startup\n";
   return 2;
 }

@@ -1,0 +1,222 @@
+// One rank of `specjit-bench tp-startup`: after the release, an engine on the shared root, the
+// warm-up's variants made ready one after another (as a rank's start-up does), the warm-up's
+// launches, then the trace. Every time is measured from the release, the instant every rank
+// has started.
+#include "moe_harness.h"
+#include "tp_startup.h"
+
+#include "runtime/ops/inv_rope_fp8_quant.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <time.h>
+#include <unistd.h>
+
+namespace specjit::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) { return seconds_since(start) * 1000.0; }
+
+// This process's CPU time: next to a wall time, it tells work from waiting for a core.
+double process_cpu_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return now.tv_sec * 1000.0 + now.tv_nsec / 1e6;
+}
+
+// Blocks until every copy of the pipe's write end is closed: the parent closes its own once all
+// ranks are started, so all of them return at the same instant.
+void wait_for_release(int fd) {
+  char byte = 0;
+  ssize_t got;
+  do
+    got = read(fd, &byte, 1);
+  while (got < 0 && errno == EINTR);
+  close(fd);
+}
+
+// The inverse-RoPE op's buffers for up to `tokens` tokens. Their contents do not matter to a
+// start-up measurement (zero positions are valid); only the launch does.
+struct RopeBuffers {
+  const runtime::Driver& drv;
+  int64_t tokens;
+  CUdeviceptr o = 0, positions = 0, cos_sin = 0, out = 0, scales = 0;
+  static constexpr int64_t heads = k_tp_rope_groups * k_tp_rope_heads_per_group;
+
+  RopeBuffers(const runtime::Driver& driver, int64_t max_tokens) : drv(driver), tokens(max_tokens) {
+    const uint32_t bf16_pair = 0x3c003c00u; // 2^-7 twice
+    allocate(o, tokens * heads * 1024, bf16_pair);
+    allocate(positions, tokens * 8, 0);
+    allocate(cos_sin, k_tp_rope_max_pos * 256, bf16_pair);
+    allocate(out, tokens * heads * 512, 0);
+    allocate(scales, heads * 16 * ((tokens + 3) / 4 * 4), 0);
+  }
+  void allocate(CUdeviceptr& ptr, int64_t bytes, uint32_t pattern) {
+    must(drv.check(drv.cuMemAlloc(&ptr, bytes), "cuMemAlloc"), "inverse-RoPE buffers");
+    must(drv.check(drv.cuMemsetD32(ptr, pattern, bytes / 4), "cuMemsetD32"),
+         "inverse-RoPE buffers");
+  }
+  ~RopeBuffers() {
+    for (CUdeviceptr p : {o, positions, cos_sin, out, scales})
+      drv.cuMemFree(p);
+  }
+
+  llvm::Error launch(runtime::Engine& engine, int64_t t, CUstream stream) const {
+    using runtime::DType;
+    ops::InvRopeFp8QuantOptions options;
+    options.num_groups = k_tp_rope_groups;
+    options.heads_per_group = k_tp_rope_heads_per_group;
+    const int64_t per_group = k_tp_rope_heads_per_group * 512;
+    return ops::inv_rope_fp8_quant(
+        engine, {o, DType::bf16, {t, heads, 512}, {}}, {positions, DType::i64, {t}, {}},
+        {cos_sin, DType::f32, {k_tp_rope_max_pos, 64}, {}},
+        {out, DType::e4m3, {k_tp_rope_groups, t, per_group}, {}},
+        {scales,
+         DType::f32,
+         {k_tp_rope_groups, k_tp_rope_heads_per_group * 4, (t + 3) / 4 * 4},
+         {}},
+        options, stream);
+  }
+};
+
+// The device side of a launching rank: a stream and both ops' buffers.
+struct Launcher {
+  const runtime::Driver& drv;
+  CUstream stream = nullptr;
+  std::optional<RopeBuffers> rope;
+  Setup moe;
+
+  Launcher(const runtime::Driver& driver, const TpPlan& plan) : drv(driver) {
+    must(drv.check(drv.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"),
+         "stream");
+    if (plan.inv_rope)
+      rope.emplace(drv, plan.largest_tokens());
+    if (plan.moe)
+      moe = make_setup(drv, k_tp_moe_shape, plan.largest_tokens());
+  }
+  ~Launcher() { drv.cuStreamDestroy(stream); }
+
+  // One step of the model: each of the plan's ops at `tokens` tokens.
+  void step(runtime::Engine& engine, int64_t tokens) {
+    if (rope)
+      must(rope->launch(engine, tokens, stream), "inverse-RoPE launch");
+    if (moe.buffers)
+      must(ops::fused_moe(engine, k_tp_moe_shape, tensors(*moe.buffers, k_tp_moe_shape, tokens),
+                          ops::FusedMoeOptions{}, stream),
+           "MoE launch");
+  }
+  void synchronize() {
+    must(drv.check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize"), "synchronize");
+  }
+};
+
+// Makes every request ready (get: loaded on the device; prepare-only: compiled or read).
+// Returns the time from `start` at which the first one was ready.
+double make_ready(runtime::Engine& engine, const std::vector<runtime::VariantRequest>& requests,
+                  bool load, Clock::time_point start) {
+  double first_ms = -1;
+  for (const runtime::VariantRequest& request : requests) {
+    const runtime::KernelId id = must(engine.add_kernel(request.def), "kernel definition");
+    if (load)
+      must(engine.get(id, request.values), "variant");
+    else
+      must(engine.prepare(id, request.values), "variant");
+    if (first_ms < 0)
+      first_ms = ms_since(start);
+  }
+  return first_ms;
+}
+
+llvm::json::Object stats_object(const runtime::EngineStats& s) {
+  return llvm::json::Object{{"requests", static_cast<int64_t>(s.requests)},
+                            {"memory_hits", static_cast<int64_t>(s.memory_hits)},
+                            {"disk_hits", static_cast<int64_t>(s.disk_hits)},
+                            {"compiles", static_cast<int64_t>(s.compiles)},
+                            {"failures", static_cast<int64_t>(s.failures)},
+                            {"corrupt_entries", static_cast<int64_t>(s.corrupt_entries)},
+                            {"write_failures", static_cast<int64_t>(s.write_failures)},
+                            {"lock_waits", static_cast<int64_t>(s.lock_waits)},
+                            {"lock_wait_ms_total", s.lock_wait_ms_total},
+                            {"lock_wait_ms_max", s.lock_wait_ms_max}};
+}
+
+Config rank_config(const RankArgs& args) {
+  Config config = must(Config::from_environment(), "config");
+  config.cache_dir.set(args.cache_dir, SettingSource::cli_flag);
+  config.readonly_dirs.set({}, SettingSource::cli_flag); // the shared root alone
+  config.log.set(args.cache_dir + "/logs/events.jsonl", SettingSource::cli_flag);
+  config.device.set(args.device, SettingSource::cli_flag);
+  return config;
+}
+
+} // namespace
+
+int run_tp_rank(const TpPlan& plan, const RankArgs& args) {
+  const Config config = rank_config(args);
+  wait_for_release(args.release_fd);
+  const Clock::time_point start = Clock::now();
+  llvm::json::Object result{
+      {"rank", args.rank}, {"device", args.device}, {"pid", static_cast<int64_t>(getpid())}};
+  runtime::Engine engine(config);
+  std::unique_ptr<Launcher> launcher;
+  if (!plan.prepare_only) {
+    must(engine.make_context_current(), "context");
+    result["context_ms"] = ms_since(start);
+    launcher = std::make_unique<Launcher>(must(runtime::driver(), "driver"), plan);
+  }
+  const Arch arch =
+      engine.arch(); // before the clock below: the driver's start-up is not a kernel's
+  result["setup_ms"] = ms_since(start);
+
+  const Clock::time_point ready_start = Clock::now();
+  const double ready_cpu_start = process_cpu_ms();
+  result["first_ready_ms"] =
+      make_ready(engine, tp_variant_requests(plan, arch, plan.tokens), !plan.prepare_only, start);
+  result["ready_ms"] = ms_since(ready_start);
+  result["ready_cpu_ms"] = process_cpu_ms() - ready_cpu_start;
+  result["ready_stats"] = stats_object(engine.stats());
+  if (launcher) {
+    for (int64_t tokens : plan.tokens) {
+      launcher->step(engine, tokens);
+      if (!result.get("first_launch_ms")) {
+        launcher->synchronize();
+        result["first_launch_ms"] = ms_since(start);
+      }
+    }
+    launcher->synchronize();
+  }
+  result["warmup_done_ms"] = ms_since(start);
+
+  const runtime::EngineStats before_trace = engine.stats();
+  const Clock::time_point trace_start = Clock::now();
+  for (int64_t tokens : plan.trace())
+    if (launcher)
+      launcher->step(engine, tokens);
+    else
+      make_ready(engine, tp_variant_requests(plan, arch, {tokens}), false, trace_start);
+  if (launcher)
+    launcher->synchronize();
+  result["trace_ms"] = ms_since(trace_start);
+  result["trace_compiles"] = static_cast<int64_t>(engine.stats().compiles - before_trace.compiles);
+  result["total_ms"] = ms_since(start);
+  result["stats"] = stats_object(engine.stats());
+
+  std::error_code ec;
+  llvm::raw_fd_ostream out(args.result_path, ec);
+  if (ec) {
+    llvm::errs() << "specjit-bench tp-startup: rank " << args.rank << " cannot write "
+                 << args.result_path << ": " << ec.message() << "\n";
+    return 1;
+  }
+  out << llvm::json::Value(std::move(result)) << "\n";
+  return 0;
+}
+
+} // namespace specjit::bench
