@@ -24,7 +24,17 @@ llvm::Error corrupt(EntryFault fault, std::string detail) {
 
 // The one place a value's tag is checked: with no trust key configured there is nothing to
 // check a tag against, so a tagged value is accepted on its entry's own verification.
-llvm::Error check_tag(llvm::StringRef /*tag*/, llvm::StringRef /*entry*/) {
+llvm::Error check_tag(llvm::StringRef tag, llvm::StringRef entry, const Digest128& key,
+                      const RemoteTrust& trust) {
+  if (!trust.required)
+    return llvm::Error::success();
+  if (trust.key == nullptr)
+    return corrupt(EntryFault::untrusted, "untrusted: the trust key could not be loaded");
+  if (tag.empty())
+    return corrupt(EntryFault::untrusted, "untrusted: the value carries no tag");
+  llvm::ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t*>(tag.data()), tag.size());
+  if (!verify_tag(*trust.key, key, entry, bytes))
+    return corrupt(EntryFault::untrusted, "untrusted: the tag does not match the trust key");
   return llvm::Error::success();
 }
 
@@ -40,20 +50,28 @@ std::optional<Digest128> key_of_remote_name(llvm::StringRef name) {
   return Digest128::from_hex(name);
 }
 
-std::string remote_value_encode(llvm::StringRef entry_bytes) {
+std::string remote_value_encode(llvm::StringRef entry_bytes, const Digest128& key,
+                                const RemoteTrust& trust) {
   using namespace llvm::support::endian;
+  std::string tag;
+  if (trust.key != nullptr) {
+    Tag computed = compute_tag(*trust.key, key, entry_bytes);
+    tag.assign(reinterpret_cast<const char*>(computed.data()), computed.size());
+  }
   std::string value(k_remote_value_header_size, '\0');
   std::copy(k_magic.begin(), k_magic.end(), value.begin());
   write16le(&value[k_off_version], k_remote_value_version);
-  write16le(&value[k_off_flags], 0);
-  write32le(&value[k_off_tag_size], 0);
+  write16le(&value[k_off_flags], tag.empty() ? 0 : k_flag_tagged);
+  write32le(&value[k_off_tag_size], static_cast<uint32_t>(tag.size()));
   write64le(&value[k_off_entry_size], entry_bytes.size());
+  value += tag;
   value += entry_bytes;
   return value;
 }
 
 llvm::Expected<llvm::StringRef> remote_value_decode(llvm::StringRef value, const Digest128& key,
-                                                    uint64_t max_bytes) {
+                                                    uint64_t max_bytes,
+                                                    const RemoteTrust& trust) {
   using namespace llvm::support::endian;
   if (value.size() > max_bytes)
     return corrupt(EntryFault::bad_lengths,
@@ -80,7 +98,7 @@ llvm::Expected<llvm::StringRef> remote_value_decode(llvm::StringRef value, const
                                uint64_t{tag_size} + entry_size));
   llvm::StringRef tag = value.substr(k_remote_value_header_size, tag_size);
   llvm::StringRef entry = value.substr(k_remote_value_header_size + tag_size);
-  if (auto err = check_tag(tag, entry))
+  if (auto err = check_tag(tag, entry, key, trust))
     return std::move(err);
   auto decoded = decode_entry(entry, key);
   if (!decoded)

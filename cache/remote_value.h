@@ -16,6 +16,7 @@
 // stored under another key's name, truncated or flipped is refused.
 #pragma once
 
+#include "cache/entry_auth.h"
 #include "cache/entry_format.h"
 
 #include <llvm/Support/Error.h>
@@ -35,14 +36,24 @@ std::string remote_entry_pattern();
 // The key named by an entry name, or nullopt for names of other kinds or versions.
 std::optional<Digest128> key_of_remote_name(llvm::StringRef name);
 
-// Wraps a verified entry for the remote. Where the operator's trust key computes the entry's
-// tag (RELIABILITY.md, promise 7); untagged until then.
-std::string remote_value_encode(llvm::StringRef entry_bytes);
+// The operator's trust key for the remote (RELIABILITY.md, promise 7). required: a key is
+// configured, so a value without a valid tag is refused; key: the key, nullptr when it could not
+// be loaded (then nothing fetched is trusted) or none is configured.
+struct RemoteTrust {
+  bool required = false;
+  const TrustKey* key = nullptr;
+};
+
+// Wraps a verified entry stored under `key` for the remote, tagged when a trust key is given.
+std::string remote_value_encode(llvm::StringRef entry_bytes, const Digest128& key,
+                                const RemoteTrust& trust = {});
 
 // Unwraps and fully verifies a value fetched for `key`: header, sizes (nothing larger than
-// max_bytes is looked at), then decode_entry under `key`. Where the operator's trust key
-// checks the tag. Returns the entry's bytes (a view into `value`). Errors: EntryCorruptError.
+// max_bytes is looked at), the tag when trust.required, then decode_entry under `key`. Returns
+// the entry's bytes (a view into `value`). Errors: EntryCorruptError (EntryFault::untrusted for
+// a missing or wrong tag).
 llvm::Expected<llvm::StringRef> remote_value_decode(llvm::StringRef value, const Digest128& key,
-                                                    uint64_t max_bytes);
+                                                    uint64_t max_bytes,
+                                                    const RemoteTrust& trust = {});
 
 } // namespace specjit::cache

@@ -12,6 +12,14 @@ namespace specjit::runtime {
 
 namespace {
 
+// The default log lives in the cache root: it is opened through the store's checked directory
+// handles, so nothing another user planted there is followed and a refused root gets no log.
+LogOpener in_root_log_opener(const Config& config, const cache::DiskStore& store) {
+  if (!config.log.value.empty())
+    return {};
+  return [&store] { return store.open_log_for_append("events.jsonl"); };
+}
+
 uint64_t next_instance_id() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
@@ -21,7 +29,8 @@ uint64_t next_instance_id() {
 
 Engine::Impl::Impl(const Config& config_in)
     : config(config_in), instance_id(next_instance_id()), store(store_options(config_in)),
-      log(config_in.log_path(), config_in.log_max_bytes.value),
+      log(config_in.log_path(), config_in.log_max_bytes.value,
+          in_root_log_opener(config_in, store)),
       remote(open_remote_tier(config_in, log)) {
   // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
   sealed = config.strict.value != StrictMode::off;

@@ -48,8 +48,23 @@ int open_log_for_append(const std::string& path) {
   return ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
-EventLog::EventLog(std::optional<std::string> path, uint64_t max_bytes)
-    : m_path(std::move(path)), m_max_bytes(max_bytes) {}
+EventLog::EventLog(std::optional<std::string> path, uint64_t max_bytes, LogOpener opener)
+    : m_path(std::move(path)), m_max_bytes(max_bytes), m_opener(std::move(opener)) {}
+
+int EventLog::open_file(std::string& why) {
+  if (m_opener) {
+    llvm::Expected<int> fd = m_opener();
+    if (fd)
+      return *fd;
+    why = llvm::toString(fd.takeError());
+    return -1;
+  }
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(*m_path));
+  int fd = open_log_for_append(*m_path);
+  if (fd < 0)
+    why = std::strerror(errno);
+  return fd;
+}
 
 EventLog::~EventLog() {
   if (m_fd >= 0)
@@ -74,15 +89,15 @@ void EventLog::write(llvm::json::Object event) {
 }
 
 void EventLog::append(const std::string& line) {
-  if (m_fd < 0) {
-    llvm::sys::fs::create_directories(llvm::sys::path::parent_path(*m_path));
-    m_fd = open_log_for_append(*m_path);
-  }
+  std::string why;
+  if (m_fd < 0)
+    m_fd = open_file(why);
   // One write(2) per line with O_APPEND: lines of concurrent processes never interleave.
   ssize_t written = m_fd < 0 ? -1 : ::write(m_fd, line.data(), line.size());
   if (written == static_cast<ssize_t>(line.size()))
     return;
-  int cause = written < 0 ? errno : ENOSPC;
+  if (why.empty())
+    why = std::strerror(written < 0 ? errno : ENOSPC);
   if (written > 0) {
     // A cut line: take it back off, so the next event is not glued to it. Our bytes end at
     // the file offset; when another process appended after them they stay (that reader skips
@@ -97,8 +112,8 @@ void EventLog::append(const std::string& line) {
   }
   if (!m_reported_failure) {
     m_reported_failure = true;
-    log_warning(llvm::Twine("cannot write the recompilation log ") + *m_path + ": " +
-                std::strerror(cause) + "; events are dropped until it can be written again");
+    log_warning(llvm::Twine("cannot write the recompilation log ") + *m_path + ": " + why +
+                "; events are dropped until it can be written again");
   }
 }
 

@@ -16,6 +16,7 @@
 #include <llvm/Support/JSON.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,11 +38,16 @@ std::string rotated_log_path(llvm::StringRef path, int index);
 // Returns the descriptor or -1 with errno set.
 int open_log_for_append(const std::string& path);
 
+// Opens the log file for appending: a descriptor, or an error saying why not.
+using LogOpener = std::function<llvm::Expected<int>()>;
+
 class EventLog {
 public:
-  // nullopt: logging off. The file and its directory are created on the first event.
+  // nullopt: logging off. The file and its directory are created on the first event, by
+  // `opener` when given (the cache root's checked open for a log inside the root), else by
+  // open_log_for_append(path).
   explicit EventLog(std::optional<std::string> path,
-                    uint64_t max_bytes = k_default_log_max_bytes);
+                    uint64_t max_bytes = k_default_log_max_bytes, LogOpener opener = {});
   ~EventLog();
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -57,8 +63,12 @@ private:
   void append(const std::string& line);
   void rotate_if_full();
 
+  // The descriptor, or -1 with a message in `why`.
+  int open_file(std::string& why);
+
   std::optional<std::string> m_path;
   uint64_t m_max_bytes;
+  LogOpener m_opener;
   std::mutex m_mutex; // guards m_fd's lazy open, appends and rotation
   int m_fd = -1;
   bool m_reported_failure = false;

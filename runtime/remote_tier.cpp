@@ -72,11 +72,20 @@ std::unique_ptr<RemoteTier> open_remote_tier(const Config& config, EventLog& log
     log_warning(llvm::Twine("the remote cache is off: ") + llvm::toString(store.takeError()));
     return nullptr;
   }
-  return std::make_unique<RemoteTier>(std::move(*store), log);
+  return std::make_unique<RemoteTier>(std::move(*store), log, config.trust_key_file.value);
 }
 
-RemoteTier::RemoteTier(std::unique_ptr<cache::RemoteStore> store, EventLog& log)
-    : m_store(std::move(store)), m_log(log) {}
+RemoteTier::RemoteTier(std::unique_ptr<cache::RemoteStore> store, EventLog& log,
+                       const std::string& trust_key_file)
+    : m_store(std::move(store)), m_log(log), m_trust_required(!trust_key_file.empty()) {
+  if (!m_trust_required)
+    return;
+  // A key that cannot be loaded trusts nothing fetched (the disk store says why, once).
+  if (auto key = cache::load_trust_key(trust_key_file))
+    m_trust_key = *key;
+  else
+    llvm::consumeError(key.takeError());
+}
 
 void RemoteTier::write_event(const llvm::json::Object& base, llvm::StringRef name,
                              llvm::json::Object extra) {
@@ -91,7 +100,7 @@ std::optional<RemoteEntry> RemoteTier::verify(const Digest128& key, std::string 
                                               cache::DiskStore& local,
                                               const llvm::json::Object& base, double ms) {
   RemoteEntry found{std::make_unique<std::string>(std::move(value)), {}};
-  auto bytes = cache::remote_value_decode(*found.value, key, m_store->url().max_value_bytes);
+  auto bytes = cache::remote_value_decode(*found.value, key, m_store->url().max_value_bytes, trust());
   llvm::Expected<cache::DecodedEntry> decoded =
       bytes ? cache::decode_entry(*bytes, key) : bytes.takeError();
   if (!decoded) {
@@ -143,7 +152,7 @@ void RemoteTier::push(const Digest128& key, llvm::StringRef entry_bytes,
                       const llvm::json::Object& base) {
   if (read_only())
     return;
-  std::string value = cache::remote_value_encode(entry_bytes);
+  std::string value = cache::remote_value_encode(entry_bytes, key, trust());
   if (value.size() > m_store->url().max_value_bytes) {
     write_event(base, "remote_write_failed",
                 llvm::json::Object{{"detail", fmt::format("{} bytes, more than max_value_bytes", value.size())}});

@@ -11,6 +11,7 @@
 
 #include "cache/disk_store.h"
 #include "cache/remote_lock.h"
+#include "cache/remote_value.h"
 #include "support/config.h"
 
 #include <memory>
@@ -25,7 +26,10 @@ struct RemoteEntry {
 
 class RemoteTier {
 public:
-  RemoteTier(std::unique_ptr<cache::RemoteStore> store, EventLog& log);
+  // trust_key_file: the operator's key (empty: none); with one, values are tagged when pushed
+  // and refused without a valid tag when fetched.
+  RemoteTier(std::unique_ptr<cache::RemoteStore> store, EventLog& log,
+             const std::string& trust_key_file = {});
 
   bool read_only() const { return m_store->url().read_only(); }
   cache::RemoteStore& store() { return *m_store; }
@@ -52,8 +56,12 @@ private:
                                     double ms);
   void write_event(const llvm::json::Object& base, llvm::StringRef name, llvm::json::Object extra);
 
+  cache::RemoteTrust trust() const { return {m_trust_required, m_trust_key ? &*m_trust_key : nullptr}; }
+
   std::unique_ptr<cache::RemoteStore> m_store;
   EventLog& m_log;
+  bool m_trust_required = false;
+  std::optional<cache::TrustKey> m_trust_key;
 };
 
 // The configured remote, or nullptr when SPECJIT_REMOTE is unset or its password file cannot

@@ -138,7 +138,7 @@ TEST_CASE("the fleet lock has one holder, releases only by its token and expires
   // b waits while a holds it; a publishes; b gets the value instead of the lock.
   std::thread publisher([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    CHECK(a.store->set(remote_entry_name(entry.key), remote_value_encode(entry.bytes), false));
+    CHECK(a.store->set(remote_entry_name(entry.key), remote_value_encode(entry.bytes, entry.key), false));
     first.lock.release();
   });
   FleetWait second = acquire_or_wait(*b.store, entry.key);

@@ -33,7 +33,7 @@ TEST_CASE("remote names are namespaced, versioned and give their key back") {
 
 TEST_CASE("an encoded value decodes to the entry's bytes under its key") {
   test::SampleEntry entry = test::sample_entry();
-  std::string value = remote_value_encode(entry.bytes);
+  std::string value = remote_value_encode(entry.bytes, entry.key);
   CHECK(value.size() == k_remote_value_header_size + entry.bytes.size());
   auto decoded = remote_value_decode(value, entry.key, 1 << 20);
   REQUIRE(decoded);
@@ -42,12 +42,12 @@ TEST_CASE("an encoded value decodes to the entry's bytes under its key") {
 
 TEST_CASE("a value under another key's name is refused") {
   test::SampleEntry entry = test::sample_entry("a", 1), other = test::sample_entry("b", 2);
-  CHECK(fault_of(remote_value_encode(entry.bytes), other.key) == EntryFault::key_mismatch);
+  CHECK(fault_of(remote_value_encode(entry.bytes, entry.key), other.key) == EntryFault::key_mismatch);
 }
 
 TEST_CASE("every truncation and every bit flip of a value is detected") {
   test::SampleEntry entry = test::sample_entry("k", 3, 64);
-  std::string value = remote_value_encode(entry.bytes);
+  std::string value = remote_value_encode(entry.bytes, entry.key);
   for (size_t size = 0; size < value.size(); ++size)
     CHECK_MESSAGE(fault_of(llvm::StringRef(value).take_front(size), entry.key), size);
   for (size_t byte = 0; byte < value.size(); ++byte) {
@@ -59,7 +59,7 @@ TEST_CASE("every truncation and every bit flip of a value is detected") {
 
 TEST_CASE("an oversized value, a future version and a tag without its flag are refused") {
   test::SampleEntry entry = test::sample_entry();
-  std::string value = remote_value_encode(entry.bytes);
+  std::string value = remote_value_encode(entry.bytes, entry.key);
   CHECK(fault_of(value, entry.key, value.size() - 1) == EntryFault::bad_lengths);
   std::string future = value;
   future[8] = 2;
@@ -69,4 +69,33 @@ TEST_CASE("an oversized value, a future version and a tag without its flag are r
   CHECK(fault_of(untagged_tag, entry.key) == EntryFault::bad_lengths);
   CHECK(fault_of(value + "x", entry.key) == EntryFault::bad_lengths);
   CHECK(fault_of("SPJTCUBN" + value.substr(8), entry.key) == EntryFault::bad_magic);
+}
+
+TEST_CASE("with a trust key, only values tagged under that key are accepted") {
+  test::SampleEntry entry = test::sample_entry("t", 4);
+  llvm::Expected<TrustKey> key = TrustKey::from_file_bytes(std::string(32, 'a'));
+  llvm::Expected<TrustKey> other = TrustKey::from_file_bytes(std::string(32, 'b'));
+  REQUIRE(key);
+  REQUIRE(other);
+  RemoteTrust trusted{true, &*key};
+  std::string tagged = remote_value_encode(entry.bytes, entry.key, trusted);
+  CHECK(tagged.size() == k_remote_value_header_size + k_tag_size + entry.bytes.size());
+  auto decoded = remote_value_decode(tagged, entry.key, 1 << 20, trusted);
+  REQUIRE(decoded);
+  CHECK(*decoded == entry.bytes);
+  // A tagged value still verifies where no key is configured.
+  CHECK(remote_value_decode(tagged, entry.key, 1 << 20));
+
+  auto fault_with = [&](llvm::StringRef value, RemoteTrust trust) {
+    auto result = remote_value_decode(value, entry.key, 1 << 20, trust);
+    std::optional<EntryFault> fault;
+    if (!result)
+      llvm::handleAllErrors(result.takeError(),
+                            [&](const EntryCorruptError& error) { fault = error.fault(); });
+    return fault;
+  };
+  CHECK(fault_with(remote_value_encode(entry.bytes, entry.key), trusted) == EntryFault::untrusted);
+  CHECK(fault_with(remote_value_encode(entry.bytes, entry.key, {true, &*other}), trusted) ==
+        EntryFault::untrusted);
+  CHECK(fault_with(tagged, RemoteTrust{true, nullptr}) == EntryFault::untrusted);
 }

@@ -40,6 +40,16 @@ llvm::Expected<std::vector<Checked>> check_all(const Context& context, cache::Re
   auto limit = limit_of(context);
   if (!limit)
     return limit.takeError();
+  // With a trust key configured, a value without a valid tag counts as bad (never pulled).
+  const std::string& key_file = context.config.trust_key_file.value;
+  std::optional<cache::TrustKey> trust_key;
+  if (!key_file.empty()) {
+    auto loaded = cache::load_trust_key(key_file);
+    if (!loaded)
+      return loaded.takeError();
+    trust_key = *loaded;
+  }
+  cache::RemoteTrust trust{!key_file.empty(), trust_key ? &*trust_key : nullptr};
   auto names = remote.scan(cache::remote_entry_pattern(), *limit);
   if (!names)
     return names.takeError();
@@ -55,7 +65,7 @@ llvm::Expected<std::vector<Checked>> check_all(const Context& context, cache::Re
       continue;
     checked.bytes = (*value)->size();
     auto entry = checked.key ? cache::remote_value_decode(**value, *checked.key,
-                                                          remote.url().max_value_bytes)
+                                                          remote.url().max_value_bytes, trust)
                              : llvm::Expected<llvm::StringRef>(make_error(
                                    Errc::corrupt, "the name holds no key"));
     if (!entry) {

@@ -30,7 +30,8 @@ PushResult push_local_entries(Context& context, cache::RemoteStore& remote) {
       ++result.skipped;
       continue;
     }
-    std::string value = cache::remote_value_encode(found.hit->bytes->getBuffer());
+    std::string value = cache::remote_value_encode(found.hit->bytes->getBuffer(), *listed.key,
+                                                    {store.trust_key_configured(), store.trust_key()});
     auto stored = remote.set(cache::remote_entry_name(*listed.key), value,
                              /*only_if_absent=*/true);
     if (!stored) {
