@@ -115,11 +115,11 @@ llvm::Error write_and_rename(UniqueFd& fd, const std::string& temp, const std::s
   return llvm::Error::success();
 }
 
-llvm::Error create_temp(const LayerPaths& root, const Digest128& key, std::string& temp,
+llvm::Error create_temp(const LayerPaths& root, llvm::StringRef stem, std::string& temp,
                         UniqueFd& fd) {
   int err = EEXIST;
   for (int attempt = 0; attempt < 8 && err == EEXIST; ++attempt) {
-    temp = root.tmp() + "/" + key.hex() + "." + unique_suffix() + ".tmp";
+    temp = root.tmp() + "/" + stem.str() + "." + unique_suffix() + ".tmp";
     err = create_exclusive(temp, 0644, fd);
   }
   return err ? io_error(IoOp::open, temp, err) : llvm::Error::success();
@@ -134,6 +134,21 @@ void sync_directory(const std::string& dir) {
 }
 
 } // namespace
+
+llvm::Error write_file_atomically(const LayerPaths& root, llvm::StringRef stem,
+                                  const std::string& final_path, llvm::StringRef bytes) {
+  std::string temp;
+  UniqueFd fd;
+  if (llvm::Error error = create_temp(root, stem, temp, fd))
+    return error;
+  if (llvm::Error error = write_and_rename(fd, temp, final_path, bytes)) {
+    fd.reset();
+    (void)unlink_path(temp); // a failed publish leaves nothing behind
+    return error;
+  }
+  sync_directory(llvm::sys::path::parent_path(final_path).str());
+  return llvm::Error::success();
+}
 
 llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
                                llvm::StringRef entry_bytes) {
@@ -150,16 +165,9 @@ llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
           ensure_directories(m_options.root, {root.base(), root.tmp(), root.entries(), kernel_dir}))
     return error;
 
-  std::string temp;
-  UniqueFd fd;
-  if (llvm::Error error = create_temp(root, key, temp, fd))
+  if (llvm::Error error =
+          write_file_atomically(root, key.hex(), root.entry(key, kernel), entry_bytes))
     return error;
-  if (llvm::Error error = write_and_rename(fd, temp, root.entry(key, kernel), entry_bytes)) {
-    fd.reset();
-    (void)unlink_path(temp); // a failed publish leaves nothing behind
-    return error;
-  }
-  sync_directory(kernel_dir);
   if (m_options.max_bytes != 0)
     prune(m_options.max_bytes);
   return llvm::Error::success();

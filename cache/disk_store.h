@@ -6,6 +6,7 @@
 //   <root>/v1/tmp/                             temp files of writers in flight
 //   <root>/v1/corrupt/                         entries that failed verification, moved aside
 //   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
+//   <root>/v1/deps/<definition hex>.json       header dependency manifests (deps_manifest.h)
 //
 // Promises (../shared/RELIABILITY.md): a lookup returns only verified bytes; a fault is a miss,
 // never an error to the caller; publish is write-temp + fsync + rename in the root's file
@@ -139,7 +140,8 @@ public:
 
   // Removes least recently used root entries until the root holds at most max_bytes.
   PruneResult prune(uint64_t max_bytes);
-  // Removes every root entry (and temp files, quarantine, locks). Returns entries removed.
+  // Removes every root entry (and temp files, quarantine, locks, dependency manifests).
+  // Returns entries removed.
   size_t clear();
   // Removes temp files older than stale_temp_seconds. Returns how many.
   size_t sweep_stale_temps();

@@ -24,6 +24,7 @@ public:
   std::string tmp() const { return m_base + "/tmp"; }
   std::string corrupt() const { return m_base + "/corrupt"; }
   std::string locks() const { return m_base + "/locks"; }
+  std::string deps() const { return m_base + "/deps"; }
   std::string kernel_dir(llvm::StringRef kernel) const;
   std::string entry(const Digest128& key, llvm::StringRef kernel) const;
   std::string lock(const Digest128& key) const;
@@ -61,6 +62,9 @@ RootCheck check_root(const std::string& root);
 // their place is an error, never followed.
 llvm::Error ensure_directories(const std::string& root, llvm::ArrayRef<std::string> dirs);
 
+// True when <layer>/v1 and <layer>/v1/deps are real directories (not links).
+bool real_deps_directory(const LayerPaths& layer);
+
 // True when every directory from <layer>/v1 down to the kernel's directory is a real directory
 // (not a link), so that opening the entry with O_NOFOLLOW cannot be redirected either.
 bool real_directory_chain(const LayerPaths& layer, llvm::StringRef kernel);
@@ -93,6 +97,11 @@ ReadFile read_entry_file(const std::string& path);
 
 // True when `path` still names the file that was read into `file`.
 bool same_file(const ReadFile& file, const std::string& path);
+
+// Writes `bytes` to a fresh temp file of the root (named after `stem`), fsyncs it and renames it
+// over `final_path`; nothing is left behind on failure. The folders must exist.
+llvm::Error write_file_atomically(const LayerPaths& root, llvm::StringRef stem,
+                                  const std::string& final_path, llvm::StringRef bytes);
 
 // A name part no other writer (thread or process, on any host sharing the directory) picks.
 std::string unique_suffix();

@@ -138,7 +138,7 @@ size_t DiskStore::clear() {
   if (list_directory(root.entries(), kernel_dirs) == 0)
     for (const std::string& name : kernel_dirs)
       (void)remove_directory(root.entries() + "/" + name); // only succeeds when empty
-  for (const std::string& dir : {root.tmp(), root.corrupt(), root.locks()})
+  for (const std::string& dir : {root.tmp(), root.corrupt(), root.locks(), root.deps()})
     for (const FileInfo& file : scan_files(dir))
       (void)unlink_path(file.path);
   return removed;
