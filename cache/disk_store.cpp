@@ -272,6 +272,22 @@ llvm::Expected<DirHandle> DiskStore::kernel_dir_for_publish(llvm::StringRef dir_
   return make_error(Errc::io, dirs.reason);
 }
 
+llvm::Error DiskStore::publish_root_file(llvm::StringRef subdir, llvm::StringRef name,
+                                         llvm::StringRef bytes) {
+  if (!writable())
+    return make_error(Errc::io, "cache root is not writable: {}", m_unusable_reason);
+  llvm::Expected<DirHandle> tmp = open_root_subdir(m_options.root, "tmp");
+  if (!tmp)
+    return tmp.takeError();
+  llvm::Expected<DirHandle> dir = open_root_subdir(m_options.root, subdir);
+  if (!dir)
+    return dir.takeError();
+  if (llvm::Error error = publish_file(*tmp, *dir, name, bytes))
+    return error;
+  sync_directory(*dir);
+  return llvm::Error::success();
+}
+
 llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
                                llvm::StringRef entry_bytes) {
   if (!writable())

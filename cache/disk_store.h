@@ -9,6 +9,7 @@
 //   <root>/v1/tmp/                             temp files of writers in flight
 //   <root>/v1/corrupt/                         entries that failed verification, moved aside
 //   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
+//   <root>/v1/deps/<definition hex>.json       header dependency manifests (deps_manifest.h)
 //
 // Every directory below a root or layer is opened from the one above with O_NOFOLLOW and its
 // owner and mode checked on the descriptor (dir_handle.h); files are opened relative to it.
@@ -163,6 +164,10 @@ public:
                                                  llvm::StringRef bytes) const;
   // The entry of `key` in the root, when it is there and verifies (import's conflict check).
   std::optional<LoadedEntry> root_entry(const Digest128& key, llvm::StringRef kernel) const;
+  // Atomically writes a small file of the root other than an entry (a dependency manifest:
+  // subdir "deps") through a temp file and the checked directory handles.
+  llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name,
+                                llvm::StringRef bytes);
 
   // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors (ENOSPC, EACCES, ...) are SpecjitError
   // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused

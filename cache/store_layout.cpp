@@ -229,6 +229,10 @@ bool real_directory_chain(const LayerPaths& layer, llvm::StringRef kernel) {
          is_real_directory(layer.kernel_dir(kernel));
 }
 
+bool real_deps_directory(const LayerPaths& layer) {
+  return is_real_directory(layer.base()) && is_real_directory(layer.deps());
+}
+
 std::vector<FileInfo> scan_entries(const LayerPaths& layer, std::optional<llvm::StringRef> kernel) {
   std::vector<FileInfo> files;
   if (!is_real_directory(layer.base()) || !is_real_directory(layer.entries()))

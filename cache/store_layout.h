@@ -26,6 +26,7 @@ public:
   std::string tmp() const { return m_base + "/tmp"; }
   std::string corrupt() const { return m_base + "/corrupt"; }
   std::string locks() const { return m_base + "/locks"; }
+  std::string deps() const { return m_base + "/deps"; }
   std::string kernel_dir(llvm::StringRef kernel) const;
   std::string entry(const Digest128& key, llvm::StringRef kernel) const;
   std::string lock(const Digest128& key) const;
@@ -65,6 +66,9 @@ RootCheck check_root(const std::string& root);
 // set up), then each of `dirs` in order, which must be real directories: a link or a file in
 // their place is an error, never followed.
 llvm::Error ensure_directories(const std::string& root, llvm::ArrayRef<std::string> dirs);
+
+// True when <layer>/v1 and <layer>/v1/deps are real directories (not links).
+bool real_deps_directory(const LayerPaths& layer);
 
 // True when every directory from <layer>/v1 down to the kernel's directory is a real directory
 // (not a link), so that opening the entry with O_NOFOLLOW cannot be redirected either.

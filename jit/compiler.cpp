@@ -1,5 +1,6 @@
 #include "jit/compiler.h"
 
+#include "jit/include_trace.h"
 #include "jit/ptxas_report.h"
 #include "jit/source_closure.h"
 #include "support/error.h"
@@ -67,6 +68,16 @@ NvrtcVersion nvrtc_version() {
   return version;
 }
 
+namespace {
+
+bool sets_standard(llvm::ArrayRef<std::string> options) {
+  return llvm::any_of(options, [](llvm::StringRef option) {
+    return option.startswith("--std=") || option.startswith("-std=");
+  });
+}
+
+} // namespace
+
 std::vector<std::string> effective_options(const CompileRequest& request) {
   std::vector<std::string> options = {
       // NVRTC 13 accepts C++20; header-free kernels gain concepts and consteval from it.
@@ -79,6 +90,9 @@ std::vector<std::string> effective_options(const CompileRequest& request) {
       // Kernel headers hold plain helper functions; NVRTC compiles no host code anyway.
       "-default-device",
   };
+  // Some header trees want their own standard (CUTLASS: C++17); NVRTC takes one.
+  if (sets_standard(request.options))
+    options.erase(options.begin());
   llvm::append_range(options, request.options);
   return options;
 }
@@ -86,11 +100,35 @@ std::vector<std::string> effective_options(const CompileRequest& request) {
 namespace {
 
 // Options that would make the output depend on something outside the request: the architecture
-// comes from request.arch, headers only from the embedded sources.
+// comes from request.arch, headers from the embedded sources or the request's headers and
+// include directories (whose contents, not paths, the engine keys).
 bool is_forbidden_option(llvm::StringRef option) {
   return option.startswith("-I") || option.startswith("--include-path") ||
          option.startswith("--gpu-architecture") || option.startswith("-arch") ||
          option.startswith("--pre-include") || option == "-include";
+}
+
+// What NVRTC is handed: the source and every in-memory header under each name it is included by.
+// Copies cost nothing next to a compile and keep this independent of how the embedded table is
+// generated.
+struct ProgramText {
+  std::string source;
+  std::vector<HeaderFile> headers;
+};
+
+llvm::Expected<ProgramText> program_text(const CompileRequest& request) {
+  if (request.source_text)
+    return ProgramText{*request.source_text, request.headers};
+  llvm::Expected<std::vector<ClosureFile>> closure = embedded_closure(request.source);
+  if (!closure)
+    return closure.takeError();
+  ProgramText text{closure->front().file.text.str(), {}};
+  for (const ClosureFile& header : llvm::ArrayRef(*closure).drop_front()) {
+    text.headers.push_back({header.file.name.str(), header.file.text.str()});
+    for (const std::string& alias : header.aliases)
+      text.headers.push_back({alias, header.file.text.str()});
+  }
+  return text;
 }
 
 // Owns one nvrtcProgram and turns every nvrtcResult into an llvm::Error, in one place.
@@ -105,7 +143,7 @@ public:
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
 
-  llvm::Error create(llvm::ArrayRef<ClosureFile> closure);
+  llvm::Error create(const ProgramText& text);
   llvm::Error compile_program();
   llvm::Expected<std::string> lowered_name();
   llvm::Expected<std::string> cubin();
@@ -138,28 +176,17 @@ std::string Program::program_log() {
   return log;
 }
 
-llvm::Error Program::create(llvm::ArrayRef<ClosureFile> closure) {
-  // NVRTC wants C strings; the embedded texts are NUL-terminated, but copies cost nothing next
-  // to a compile and keep this independent of how the table is generated.
-  std::string source = closure.front().file.text.str();
-  std::vector<std::string> names, texts;
-  for (const ClosureFile& header : closure.drop_front()) {
-    names.push_back(header.file.name.str());
-    texts.push_back(header.file.text.str());
-    for (const std::string& alias : header.aliases) {
-      names.push_back(alias);
-      texts.push_back(header.file.text.str());
-    }
-  }
+llvm::Error Program::create(const ProgramText& text) {
   std::vector<const char*> name_ptrs, text_ptrs;
-  for (size_t i = 0; i < names.size(); ++i) {
-    name_ptrs.push_back(names[i].c_str());
-    text_ptrs.push_back(texts[i].c_str());
+  for (const HeaderFile& header : text.headers) {
+    name_ptrs.push_back(header.name.c_str());
+    text_ptrs.push_back(header.text.c_str());
   }
-  if (llvm::Error error = check(
-          nvrtcCreateProgram(&m_program, source.c_str(), m_request.source.c_str(),
-                             static_cast<int>(names.size()), text_ptrs.data(), name_ptrs.data()),
-          "nvrtcCreateProgram"))
+  if (llvm::Error error = check(nvrtcCreateProgram(&m_program, text.source.c_str(),
+                                                   m_request.source.c_str(),
+                                                   static_cast<int>(name_ptrs.size()),
+                                                   text_ptrs.data(), name_ptrs.data()),
+                                "nvrtcCreateProgram"))
     return error;
   return check(nvrtcAddNameExpression(m_program, m_request.name_expression.c_str()),
                "nvrtcAddNameExpression");
@@ -195,24 +222,24 @@ llvm::Expected<std::string> Program::cubin() {
 
 } // namespace
 
-llvm::Expected<CompiledKernel> compile(const CompileRequest& request) {
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+llvm::Error check_request(const CompileRequest& request) {
   for (const std::string& option : request.options)
     if (is_forbidden_option(option))
       return make_error(Errc::invalid_argument,
                         "NVRTC option '{}' is not allowed in a compile request: the architecture "
-                        "comes from the request's arch, headers only from kernels_src",
+                        "comes from the request's arch, headers from the embedded sources or the "
+                        "definition's include_dirs and headers (use include_dirs, not -I)",
                         option);
-  llvm::Expected<std::vector<ClosureFile>> closure = embedded_closure(request.source);
-  if (!closure)
-    return closure.takeError();
+  if (!request.source_text && (!request.headers.empty() || !request.include_dirs.empty()))
+    return make_error(Errc::invalid_argument,
+                      "{}: in-memory headers and include directories need a source text",
+                      request.source);
+  return llvm::Error::success();
+}
 
-  Program program(request, effective_options(request));
-  if (llvm::Error error = program.create(*closure))
-    return error;
-  if (llvm::Error error = program.compile_program())
-    return error;
-  CompiledKernel kernel;
+llvm::Error collect_output(Program& program, CompiledKernel& kernel) {
   kernel.log = program.program_log();
   llvm::Expected<std::string> lowered = program.lowered_name();
   if (!lowered)
@@ -223,6 +250,47 @@ llvm::Expected<CompiledKernel> compile(const CompileRequest& request) {
     return cubin.takeError();
   kernel.cubin = std::move(*cubin);
   kernel.resources = parse_ptxas_report(kernel.log, kernel.lowered_name);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<CompiledKernel> compile(const CompileRequest& request) {
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error error = check_request(request))
+    return error;
+  llvm::Expected<ProgramText> text = program_text(request);
+  if (!text)
+    return text.takeError();
+
+  std::vector<std::string> options = effective_options(request);
+  for (const std::string& dir : request.include_dirs)
+    options.push_back("--include-path=" + dir);
+  std::optional<IncludeTrace> trace;
+  if (!request.include_dirs.empty()) {
+    llvm::Expected<IncludeTrace> created = IncludeTrace::create();
+    if (!created)
+      return created.takeError();
+    trace.emplace(std::move(*created));
+    options.push_back(trace->option());
+  }
+  Program program(request, std::move(options));
+  if (llvm::Error error = program.create(*text))
+    return error;
+  if (llvm::Error error = program.compile_program())
+    return error;
+  CompiledKernel kernel;
+  if (llvm::Error error = collect_output(program, kernel))
+    return error;
+  if (trace) {
+    std::vector<std::string> in_memory;
+    for (const HeaderFile& header : request.headers)
+      in_memory.push_back(header.name);
+    llvm::Expected<std::vector<std::string>> files = trace->included_files(in_memory);
+    if (!files)
+      return files.takeError();
+    kernel.included_files = std::move(*files);
+  }
   kernel.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return kernel;

@@ -1,24 +1,40 @@
-// NVRTC: one embedded source + one name expression + options -> one cubin for one architecture.
-// Knows nothing of caching or the driver. Thread-safe: every call owns its nvrtcProgram.
+// NVRTC: one source (embedded, or the caller's text with in-memory headers and include
+// directories) + one name expression + options -> one cubin for one architecture, and the
+// headers the compile read from the include directories. Knows nothing of caching or the
+// driver. Thread-safe: every call owns its nvrtcProgram.
 #pragma once
 
 #include "support/arch.h"
 
 #include <llvm/Support/Error.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace specjit::jit {
 
+struct HeaderFile {
+  std::string name; // as an #include spells it
+  std::string text;
+};
+
 struct CompileRequest {
-  std::string source;          // embedded file name, e.g. "test/scale_tokens.cu"
+  // Embedded file name, e.g. "test/scale_tokens.cu"; with source_text, the program's name in
+  // NVRTC's messages.
+  std::string source;
   std::string name_expression; // e.g. "specjit_kernels::scale_tokens<128, 0LL>"
   // Extra NVRTC options, e.g. "-DFOO=1", "--use_fast_math". No architecture and no include
   // paths: compile() rejects them (Errc::invalid_argument), the arch comes from `arch` and
-  // headers only from the embedded sources.
+  // headers from the embedded sources or from `headers` and `include_dirs`.
   std::vector<std::string> options;
   Arch arch;
+  // The caller's source text; nullopt: `source` names an embedded file.
+  std::optional<std::string> source_text;
+  std::vector<HeaderFile> headers; // in-memory headers (with source_text only)
+  // Searched in order (with source_text only); passed as --include-path, never part of
+  // effective_options(): paths stay out of cache keys.
+  std::vector<std::string> include_dirs;
 };
 
 // ptxas' report for the kernel (from --ptxas-options=--verbose, always on).
@@ -42,6 +58,10 @@ struct CompiledKernel {
   std::string log;          // NVRTC's full log (ptxas report included)
   ResourceUsage resources;
   double compile_ms = 0;
+  // With include_dirs: every header the compile read from the file system, as NVRTC named it
+  // (an include directory joined with the spelled name), in first-read order, each once.
+  // In-memory headers and NVRTC's built-in header are not listed.
+  std::vector<std::string> included_files;
 };
 
 struct NvrtcVersion {
@@ -55,7 +75,8 @@ NvrtcVersion nvrtc_version();
 
 // The options specjit always passes, in this order:
 //   --std=c++20  --gpu-architecture=<arch.name()>  --ptxas-options=--verbose  -default-device
-// followed by the request's own, unchanged. Deterministic: the same request gives the same
+// followed by the request's own, unchanged (a request that sets its own --std=/-std= replaces
+// the first). Include directories are not listed. Deterministic: the same request gives the same
 // list. The cache key hashes this list sorted, so option order never matters.
 std::vector<std::string> effective_options(const CompileRequest& request);
 

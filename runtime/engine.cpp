@@ -3,7 +3,6 @@
 #include "runtime/engine_impl.h"
 #include "runtime/store_config.h"
 
-#include "jit/embedded_sources.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -141,12 +140,13 @@ llvm::Expected<KernelId> Engine::add_kernel(const KernelDef& def) {
   if (count == k_max_kernels)
     return make_error(Errc::unsupported, "an engine holds at most {} kernel definitions",
                       k_max_kernels);
-  auto digest = jit::source_digest(def.source);
-  if (!digest)
-    return make_error(Errc::not_found, "kernel {}: {}", def.id, llvm::toString(digest.takeError()));
+  auto prepared = prepare_source(def);
+  if (!prepared)
+    return prepared.takeError();
   auto state = std::make_unique<KernelState>();
   state->def = def;
-  state->source_digest = *digest;
+  state->source_digest = prepared->definition_digest;
+  state->prepared = std::move(*prepared);
   m_impl->kernels[count] = std::move(state);
   m_impl->kernel_count.store(count + 1, std::memory_order_release);
   return KernelId{count};
@@ -220,12 +220,19 @@ llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
   }
   VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
   for (size_t i = 0; i < specs.size(); ++i) {
-    bool compile_time = specs[i].kind == SpecKind::exact || specs[i].kind == SpecKind::bucketed;
-    if (def.params[i].encoding == ParamEncoding::raw && !compile_time) {
+    bool dynamic = specs[i].kind == SpecKind::dynamic;
+    if (def.params[i].encoding == ParamEncoding::raw && dynamic) {
       m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
       return make_error(Errc::invalid_argument,
                         "kernel {}, parameter {}: a raw template parameter needs a compiled-in "
                         "value, not {}",
+                        def.id, def.params[i].name, specs[i].describe());
+    }
+    if (def.params[i].encoding == ParamEncoding::none && !dynamic) {
+      m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
+      return make_error(Errc::invalid_argument,
+                        "kernel {}, parameter {}: not a template parameter, so its value must "
+                        "be dynamic, not {}",
                         def.id, def.params[i].name, specs[i].describe());
     }
     key.words[i] = specs[i].word();

@@ -5,6 +5,8 @@
 #include "runtime/engine.h"
 #include "runtime/event_log.h"
 #include "runtime/remote_tier.h"
+#include "runtime/header_deps.h"
+#include "runtime/kernel_source.h"
 #include "runtime/variant_key.h"
 
 #include "cache/disk_store.h"
@@ -31,12 +33,20 @@ struct KnownVariant {
 
 struct KernelState {
   KernelDef def;
+  PreparedSource prepared;
   Digest128 source_digest;
   std::mutex mutex; // guards everything below
   bool index_loaded = false;
   std::vector<KnownVariant> known;
   std::map<std::string, std::set<int64_t>> exact_values; // per exact parameter
   std::set<std::string> storm_reported;
+  // Definitions with include directories (runtime/resolve_deps.cpp): the source digest is
+  // settled once a stored dependency set holds or a compile traced one; until then
+  // source_digest is the definition digest. header_change: why the newest stored set failed.
+  bool deps_settled = false;
+  bool deps_checked = false;
+  cache::DependencySet deps;
+  std::optional<HeaderChange> header_change;
 };
 
 // One variant's place in the memory tier. The first requester resolves it; the others wait.
@@ -102,6 +112,14 @@ struct Engine::Impl {
   // The slow path (resolve.cpp): disk layers, then compile. Fills slot.variant.
   llvm::Error resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs, Variant& out);
   llvm::Error load(Slot& slot);
+  // Direct mode (resolve_deps.cpp). The settled source digest, checking the stored dependency
+  // sets once per process (again with look_again, after taking the compile lock); nullopt
+  // while none holds.
+  std::optional<Digest128> settled_source_digest(KernelState& kernel, bool look_again);
+  // Settles the definition on what a compile read; returns the source digest it gives.
+  llvm::Expected<Digest128> record_dependencies(KernelState& kernel,
+                                                llvm::ArrayRef<std::string> included_files);
+  llvm::Error publish_dependencies(KernelState& kernel);
   llvm::Error ensure_context();
 };
 

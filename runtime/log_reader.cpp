@@ -51,7 +51,8 @@ std::vector<LoggedDiff> read_diff(const llvm::json::Array& list) {
     if (entry == nullptr)
       continue;
     diff.push_back({any_field(*entry, "component"), any_field(*entry, "cached"),
-                    any_field(*entry, "requested"), any_field(*entry, "policy")});
+                    any_field(*entry, "requested"), any_field(*entry, "policy"),
+                    any_field(*entry, "name")});
   }
   return diff;
 }

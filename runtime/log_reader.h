@@ -33,6 +33,7 @@ struct LoggedDiff {
   std::string cached;
   std::string requested;
   std::string policy; // for a template parameter: its policy, e.g. "exact"
+  std::string name;   // for a "header" row: the include-directory-relative header name
 };
 
 struct LogEvent {

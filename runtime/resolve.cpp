@@ -20,9 +20,13 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
 
 std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> specs) {
   std::string text = def.function + "<";
+  bool first = true;
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (i > 0)
+    if (def.params[i].encoding == ParamEncoding::none)
+      continue; // a plain kernel argument
+    if (!first)
       text += ", ";
+    first = false;
     if (def.params[i].encoding == ParamEncoding::raw)
       text += std::to_string(specs[i].raw());
     else
@@ -32,7 +36,9 @@ std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> spec
 }
 
 llvm::json::Value describe(const ParamDef& param, const SpecValue& spec) {
-  if (param.encoding == ParamEncoding::raw || spec.kind == SpecKind::exact)
+  // A raw divisibility flag shows as its class ("%16", "any", "1"), as a spec word does.
+  bool flag = param.policy.kind == PolicyKind::divisibility;
+  if ((param.encoding == ParamEncoding::raw && !flag) || spec.kind == SpecKind::exact)
     return spec.argument;
   return spec.describe();
 }
@@ -42,6 +48,21 @@ llvm::json::Object variant_object(const KernelDef& def, llvm::ArrayRef<SpecValue
   for (size_t i = 0; i < specs.size(); ++i)
     object[def.params[i].name] = describe(def.params[i], specs[i]);
   return object;
+}
+
+// "num_tokens (dynamic, not a template parameter), block (exact)": what a compile error of a
+// name expression that does not fit the template is measured against.
+std::string declared_params(const KernelDef& def) {
+  std::string text;
+  for (const ParamDef& param : def.params) {
+    if (!text.empty())
+      text += ", ";
+    text += param.name + " (" + param.policy.name();
+    if (param.encoding == ParamEncoding::none)
+      text += ", not a template parameter";
+    text += ")";
+  }
+  return text.empty() ? "none" : text;
 }
 
 llvm::json::Object policies_object(const KernelDef& def) {
@@ -238,6 +259,17 @@ static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out,
   return true;
 }
 
+// Counts and logs a failed write; `out.not_saved` tells precompile why the variant is not saved.
+static void note_write_failure(Engine::Impl& engine, const Request& request,
+                               const std::string& path, llvm::Error error, Variant& out) {
+  engine.counters.write_failures.fetch_add(1, std::memory_order_relaxed);
+  llvm::json::Object event = event_base("write_failed", request);
+  event["path"] = path;
+  out.not_saved = llvm::toString(std::move(error));
+  event["detail"] = out.not_saved;
+  engine.log.write(std::move(event));
+}
+
 static cache::EntryMetadata metadata_for(const Request& request, const jit::CompiledKernel& c) {
   cache::EntryMetadata metadata;
   metadata.key_inputs = request.inputs;
@@ -253,12 +285,73 @@ static cache::EntryMetadata metadata_for(const Request& request, const jit::Comp
   return metadata;
 }
 
+namespace {
+
+void fill_from_compile(Variant& out, jit::CompiledKernel& compiled,
+                       const cache::EntryMetadata& metadata) {
+  out.cubin = std::move(compiled.cubin);
+  out.lowered_name = compiled.lowered_name;
+  out.registers = metadata.registers;
+  out.spill_bytes = metadata.spill_bytes;
+  out.warnings = metadata.warnings;
+  out.shared_bytes = metadata.shared_bytes;
+  out.compile_ms = compiled.compile_ms;
+  out.source = VariantSource::compiled;
+}
+
+// A header that changed since the stored dependency set was written: the reason of the first
+// compile after the check names it (later compiles of the definition are new variants).
+void add_header_change(KernelState& kernel, Explanation& explanation) {
+  if (!kernel.header_change)
+    return;
+  HeaderChange change = std::move(*kernel.header_change);
+  kernel.header_change.reset();
+  explanation.reason = "header_changed";
+  explanation.diff.push_back(llvm::json::Object{{"component", "header"},
+                                                {"name", change.name},
+                                                {"cached", change.cached},
+                                                {"requested", change.requested}});
+}
+
+// Points the request at a source digest: the key follows.
+void set_source_digest(Request& request, const Digest128& digest) {
+  request.inputs.source_digest = digest;
+  request.key = cache::cache_key(request.inputs);
+}
+
+} // namespace
+
+// After seal(): a warning, or under SPECJIT_STRICT=error a refusal (logged).
+static llvm::Error refuse_when_strict(Engine::Impl& engine, const Request& request,
+                                      const std::string& name, const std::string& phase) {
+  if (!engine.sealed.load())
+    return llvm::Error::success();
+  if (engine.config.strict.value == StrictMode::warn)
+    log_warning(llvm::Twine("compiling kernel ") + request.kernel.def.id + " variant " + name +
+                " after the engine was sealed");
+  if (engine.config.strict.value != StrictMode::error)
+    return llvm::Error::success();
+  llvm::json::Object event = event_base("compile_failed", request);
+  event["log"] = "refused: the engine is sealed and SPECJIT_STRICT=error";
+  event["phase"] = phase;
+  engine.log.write(std::move(event));
+  return make_error(Errc::strict_violation,
+                    "kernel {} variant {} is not in the cache and the engine is sealed "
+                    "(SPECJIT_STRICT=error): precompile it into the image",
+                    request.kernel.def.id, name);
+}
+
 llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs,
                                   Variant& out) {
   const KernelDef& def = kernel.def;
-  jit::CompileRequest compile_request{def.source, name_expression(def, specs), def.options, arch()};
+  jit::CompileRequest compile_request = kernel.prepared.request;
+  compile_request.name_expression = name_expression(def, specs);
+  compile_request.arch = arch();
+  // Without a settled dependency set the key is not known before the compile: the request
+  // carries the definition digest, whose key serves as the compile lock's name.
+  std::optional<Digest128> digest = settled_source_digest(kernel, /*look_again=*/false);
   cache::CacheKeyInputs inputs{def.id,
-                               kernel.source_digest,
+                               digest.value_or(kernel.prepared.definition_digest),
                                compile_request.name_expression,
                                jit::effective_options(compile_request),
                                jit::nvrtc_version().name(),
@@ -273,7 +366,7 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
 
   bool corrupt = false;
   std::set<std::string> reported;
-  if (try_disk(*this, request, out, corrupt, reported))
+  if (digest && try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
   if (remote && take_remote(*this, request,
                             remote->fetch(request.key, store, event_base("remote", request)), out))
@@ -284,8 +377,12 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   cache::CompileLock lock = store.writable() ? store.lock_for_compile(request.key)
                                              : cache::CompileLock();
   const auto lock_time = std::chrono::steady_clock::now() - lock_start;
+  if (lock.acquired() && !digest && (digest = settled_source_digest(kernel, true))) {
+    set_source_digest(request, *digest);
+    out.key = request.key;
+  }
   const bool published_meanwhile =
-      lock.acquired() && try_disk(*this, request, out, corrupt, reported);
+      lock.acquired() && digest && try_disk(*this, request, out, corrupt, reported);
   if (store.writable())
     counters.note_lock_take(lock_time, published_meanwhile || !lock.acquired());
   if (published_meanwhile)
@@ -299,67 +396,63 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   }
 
   std::string phase = sealed.load() ? "serving" : "warmup";
-  if (sealed.load() && config.strict.value == StrictMode::error) {
-    llvm::json::Object event = event_base("compile_failed", request);
-    event["log"] = "refused: the engine is sealed and SPECJIT_STRICT=error";
-    event["phase"] = phase;
-    log.write(std::move(event));
-    return make_error(Errc::strict_violation,
-                      "kernel {} variant {} is not in the cache and the engine is sealed "
-                      "(SPECJIT_STRICT=error): precompile it into the image",
-                      def.id, out.name_expression);
-  }
-  if (sealed.load() && config.strict.value == StrictMode::warn)
-    log_warning(llvm::Twine("compiling kernel ") + def.id + " variant " + out.name_expression +
-                " after the engine was sealed");
-
-  load_index(*this, kernel);
-  Explanation explanation;
-  {
-    std::lock_guard<std::mutex> guard(kernel.mutex);
-    explanation = explain(kernel, inputs, request.variant, corrupt);
-  }
+  if (llvm::Error error = refuse_when_strict(*this, request, out.name_expression, phase))
+    return error;
   auto compiled = jit::compile(compile_request);
+  if (compiled && kernel.prepared.has_include_dirs()) {
+    llvm::Expected<Digest128> traced = record_dependencies(kernel, compiled->included_files);
+    if (!traced)
+      compiled = traced.takeError();
+    else
+      set_source_digest(request, *traced);
+    out.key = request.key;
+  }
   if (!compiled) {
-    std::string message = llvm::toString(compiled.takeError());
+    // The message goes to the log; the error keeps its type (a jit::CompileError stays one).
+    std::string message;
+    llvm::Error error = llvm::handleErrors(
+        compiled.takeError(), [&](std::unique_ptr<llvm::ErrorInfoBase> part) -> llvm::Error {
+          message += (message.empty() ? "" : "\n") + part->message();
+          return llvm::Error(std::move(part));
+        });
     llvm::json::Object event = event_base("compile_failed", request);
     event["log"] = message.size() > 4000 ? message.substr(0, 4000) + "..." : message;
     event["phase"] = phase;
     log.write(std::move(event));
-    return make_error(Errc::unsupported, "kernel {} variant {}: {}", def.id, out.name_expression,
-                      message);
+    return llvm::joinErrors(make_error(Errc::unsupported,
+                                       "kernel {} variant {} (declared parameters: {}):",
+                                       def.id, out.name_expression, declared_params(def)),
+                            std::move(error));
+  }
+  load_index(*this, kernel);
+  Explanation explanation;
+  {
+    std::lock_guard<std::mutex> guard(kernel.mutex);
+    explanation = explain(kernel, request.inputs, request.variant, corrupt);
+    add_header_change(kernel, explanation);
   }
   cache::EntryMetadata metadata = metadata_for(request, *compiled);
   std::string bytes = cache::encode_entry(request.key, compiled->cubin, metadata);
   if (store.writable()) {
-    if (auto err = store.publish(request.key, def.id, bytes)) {
-      counters.write_failures.fetch_add(1, std::memory_order_relaxed);
-      llvm::json::Object event = event_base("write_failed", request);
-      event["path"] = store.entry_path(request.key, def.id);
-      std::string detail = llvm::toString(std::move(err));
-      out.not_saved = detail;
-      event["detail"] = std::move(detail);
-      log.write(std::move(event));
-    }
+    if (auto err = store.publish(request.key, def.id, bytes))
+      note_write_failure(*this, request, store.entry_path(request.key, def.id), std::move(err),
+                         out);
+    else if (kernel.prepared.has_include_dirs())
+      if (auto err = publish_dependencies(kernel))
+        note_write_failure(*this, request, "deps/" + kernel.prepared.definition_digest.hex(),
+                           std::move(err), out);
   } else {
     out.not_saved = "the cache cannot be written: " + store.unusable_reason();
   }
   if (remote)
     remote->push(request.key, bytes, event_base("remote", request));
-  out.cubin = std::move(compiled->cubin);
-  out.lowered_name = compiled->lowered_name;
-  out.registers = metadata.registers;
-  out.spill_bytes = metadata.spill_bytes;
-  out.warnings = metadata.warnings;
-  out.shared_bytes = metadata.shared_bytes;
-  out.compile_ms = compiled->compile_ms;
-  out.source = VariantSource::compiled;
+  fill_from_compile(out, *compiled, metadata);
   counters.compiles.fetch_add(1, std::memory_order_relaxed);
 
   llvm::json::Object event = event_base("compile", request);
   event["ms"] = compiled->compile_ms;
   event["arch"] = compile_request.arch.name();
-  event["nvrtc"] = inputs.nvrtc_version;
+  event["nvrtc"] = request.inputs.nvrtc_version;
   event["reason"] = explanation.reason;
   event["diff"] = std::move(explanation.diff);
   event["phase"] = phase;

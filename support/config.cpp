@@ -134,6 +134,8 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
   Config config;
   config.xdg_cache_home = lookup("XDG_CACHE_HOME").value_or("");
   config.home = lookup("HOME").value_or("");
+  config.cuda_home =
+      lookup("SPECJIT_CUDA_HOME").value_or(lookup("CUDA_HOME").value_or("/usr/local/cuda"));
   // An empty variable means unset: a shell's `export X=` must not differ from no X.
   auto non_empty = [&](llvm::StringRef name) -> std::optional<std::string> {
     std::optional<std::string> value = lookup(name);
@@ -185,6 +187,10 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
   if (auto err = read_remote(non_empty, config))
     return std::move(err);
   return config;
+}
+
+std::vector<std::string> Config::cuda_include_dirs() const {
+  return {cuda_home + "/include/cccl", cuda_home + "/include"};
 }
 
 std::string Config::cache_root() const {

@@ -51,6 +51,7 @@ struct Config {
   // Facts of the environment used to derive defaults, not settings of their own.
   std::string xdg_cache_home;
   std::string home;
+  std::string cuda_home; // SPECJIT_CUDA_HOME > CUDA_HOME > /usr/local/cuda
 
   using Lookup = llvm::function_ref<std::optional<std::string>(llvm::StringRef name)>;
   // Reads the process environment. A malformed variable is an error naming it.
@@ -60,6 +61,9 @@ struct Config {
 
   // The writable root: cache_dir > $XDG_CACHE_HOME/specjit > $HOME/.cache/specjit.
   std::string cache_root() const;
+  // The toolkit's header trees, in search order: CCCL (<cub/...>, <cuda/std/...>), then the
+  // toolkit's own headers. For KernelDef::include_dirs.
+  std::vector<std::string> cuda_include_dirs() const;
   // Where the recompilation log goes; nullopt when logging is off.
   std::optional<std::string> log_path() const;
   // The architecture to compile for when no device is present.

@@ -77,6 +77,9 @@ std::string explain_component(const runtime::LoggedDiff& diff) {
     return fmt::format("source_digest: the kernel source or a header it includes changed "
                        "(cached {}, now {})",
                        diff.cached.substr(0, 12), diff.requested.substr(0, 12));
+  if (diff.component == "header")
+    return fmt::format("header {} changed: cached {}, now {}", diff.name, diff.cached,
+                       diff.requested);
   if (diff.component == "nvrtc_version")
     return fmt::format("nvrtc_version: the compiler changed from {} to {}", diff.cached,
                        diff.requested);

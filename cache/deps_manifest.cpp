@@ -1,0 +1,132 @@
+#include "cache/deps_manifest.h"
+
+#include "cache/store_layout.h"
+#include "support/error.h"
+
+#include <llvm/Support/JSON.h>
+
+namespace specjit::cache {
+
+namespace {
+
+constexpr llvm::StringLiteral k_magic = "specjit-deps 1 ";
+
+llvm::Error corrupt(llvm::StringRef what) {
+  return make_error(Errc::corrupt, "dependency manifest: {}", what.str());
+}
+
+llvm::json::Array set_json(const DependencySet& set) {
+  llvm::json::Array array;
+  for (const HeaderDependency& header : set)
+    array.push_back(llvm::json::Object{{"name", header.name},
+                                       {"dir", static_cast<int64_t>(header.include_dir)},
+                                       {"digest", header.digest.hex()}});
+  return array;
+}
+
+llvm::Expected<DependencySet> set_from_json(const llvm::json::Value& value) {
+  const llvm::json::Array* array = value.getAsArray();
+  if (array == nullptr)
+    return corrupt("a set is not an array");
+  DependencySet set;
+  for (const llvm::json::Value& item : *array) {
+    const llvm::json::Object* object = item.getAsObject();
+    if (object == nullptr)
+      return corrupt("a header is not an object");
+    auto name = object->getString("name");
+    auto dir = object->getInteger("dir");
+    auto digest_text = object->getString("digest");
+    std::optional<Digest128> digest =
+        digest_text ? Digest128::from_hex(*digest_text) : std::nullopt;
+    if (!name || name->empty() || !dir || *dir < 0 || *dir > UINT32_MAX || !digest)
+      return corrupt("a header lacks its name, dir or digest");
+    set.push_back({name->str(), static_cast<uint32_t>(*dir), *digest});
+  }
+  return set;
+}
+
+std::string manifest_path(const LayerPaths& layer, const Digest128& definition) {
+  return layer.deps() + "/" + definition.hex() + ".json";
+}
+
+} // namespace
+
+std::string encode_deps_manifest(const Digest128& definition, llvm::ArrayRef<DependencySet> sets) {
+  llvm::json::Array array;
+  for (const DependencySet& set : sets)
+    array.push_back(set_json(set));
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << llvm::json::Value(
+      llvm::json::Object{{"definition", definition.hex()}, {"sets", std::move(array)}});
+  os.flush();
+  return k_magic.str() + hash128(body).hex() + "\n" + body;
+}
+
+llvm::Expected<std::vector<DependencySet>> decode_deps_manifest(llvm::StringRef bytes,
+                                                                const Digest128& definition) {
+  if (!bytes.consume_front(k_magic))
+    return corrupt("bad magic");
+  auto [checksum, body] = bytes.split('\n');
+  std::optional<Digest128> expected = Digest128::from_hex(checksum);
+  if (!expected || hash128(body) != *expected)
+    return corrupt("checksum mismatch");
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(body);
+  if (!value)
+    return corrupt(llvm::toString(value.takeError()));
+  const llvm::json::Object* root = value->getAsObject();
+  const llvm::json::Array* sets = root ? root->getArray("sets") : nullptr;
+  if (sets == nullptr || root->getString("definition").getValueOr("") != definition.hex())
+    return corrupt("not this definition's manifest");
+  std::vector<DependencySet> result;
+  for (const llvm::json::Value& set : *sets) {
+    llvm::Expected<DependencySet> decoded = set_from_json(set);
+    if (!decoded)
+      return decoded.takeError();
+    result.push_back(std::move(*decoded));
+  }
+  return result;
+}
+
+namespace {
+
+std::vector<DependencySet> read_layer(const LayerPaths& layer, const Digest128& definition) {
+  if (!real_deps_directory(layer))
+    return {};
+  ReadFile file = read_entry_file(manifest_path(layer, definition));
+  if (file.status != ReadStatus::ok)
+    return {};
+  llvm::StringRef bytes(file.bytes->getBufferStart(), file.bytes->getBufferSize());
+  llvm::Expected<std::vector<DependencySet>> sets = decode_deps_manifest(bytes, definition);
+  if (!sets) {
+    llvm::consumeError(sets.takeError()); // a miss; the next compile rewrites the root's
+    return {};
+  }
+  return std::move(*sets);
+}
+
+} // namespace
+
+std::vector<DependencySet> read_dependency_sets(const DiskStore& store,
+                                                const Digest128& definition) {
+  std::vector<DependencySet> sets;
+  for (const Layer& layer : readable_layers(store.options(), store.root_readable()))
+    for (DependencySet& set : read_layer(layer.paths, definition))
+      sets.push_back(std::move(set));
+  return sets;
+}
+
+llvm::Error publish_dependency_set(DiskStore& store, const Digest128& definition,
+                                   const DependencySet& set) {
+  if (!store.writable())
+    return make_error(Errc::io, "cache root is not writable: {}", store.unusable_reason());
+  LayerPaths root(store.options().root);
+  std::vector<DependencySet> sets = {set};
+  for (DependencySet& older : read_layer(root, definition))
+    if (older != set && sets.size() < k_max_dependency_sets)
+      sets.push_back(std::move(older));
+  return store.publish_root_file("deps", definition.hex() + ".json",
+                                 encode_deps_manifest(definition, sets));
+}
+
+} // namespace specjit::cache

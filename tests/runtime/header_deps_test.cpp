@@ -1,0 +1,145 @@
+// Keys from what a compile read: a CCCL kernel compiled against the toolkit's header tree, the
+// tree copied elsewhere, one byte of an included header changed, a header not included changed
+// (real NVRTC compiles, no GPU).
+#include "engine_fixture.h"
+
+#include "runtime/engine.h"
+#include "runtime/header_deps.h"
+
+#include "support/error.h"
+
+#include <llvm/Support/FileSystem.h>
+
+using namespace specjit;
+using namespace specjit::runtime;
+using specjit::test::TempDir;
+
+namespace {
+
+constexpr const char* k_reduce_text = R"(
+#include <cub/block/block_reduce.cuh>
+template <int BLOCK> __global__ void block_sum(const float* in, float* out, int n) {
+  using Reduce = cub::BlockReduce<float, BLOCK>;
+  __shared__ typename Reduce::TempStorage storage;
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  float sum = Reduce(storage).Sum(i < n ? in[i] : 0.0f);
+  if (threadIdx.x == 0) out[blockIdx.x] = sum;
+}
+)";
+
+KernelDef reduce_kernel(std::vector<std::string> include_dirs) {
+  KernelDef def;
+  def.id = "cub_block_sum";
+  def.source = KernelSource::from_text("block_sum.cu", k_reduce_text);
+  def.function = "block_sum";
+  def.params = {ParamDef::user("block", Policy::exact())};
+  def.include_dirs = std::move(include_dirs);
+  return def;
+}
+
+// One fresh engine (a fresh process as far as the cache is concerned) prepares block=128.
+const Variant* prepare_in_fresh_engine(const Config& config, const KernelDef& def,
+                                       EngineStats& stats) {
+  static std::vector<std::unique_ptr<Engine>> engines; // variants live as long as engines
+  engines.push_back(std::make_unique<Engine>(config));
+  Engine& engine = *engines.back();
+  auto id = engine.add_kernel(def);
+  REQUIRE_MESSAGE(static_cast<bool>(id), llvm::toString(id.takeError()));
+  auto variant = engine.prepare(*id, {128});
+  REQUIRE_MESSAGE(static_cast<bool>(variant), llvm::toString(variant.takeError()));
+  stats = engine.stats();
+  return *variant;
+}
+
+void copy_tree(const std::string& from, const std::string& to) {
+  test::ProcessResult copy = test::run_process({"/bin/cp", "-rL", from, to});
+  REQUIRE_MESSAGE(copy.exit_code == 0, copy.err);
+}
+
+void append_byte(const std::string& path) {
+  std::string text = test::read_file(path);
+  test::write_file(path, text + "\n");
+}
+
+} // namespace
+
+TEST_CASE("a stored dependency set holds until one of its headers changes") {
+  TempDir dir;
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "inc/sub"));
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "front"));
+  test::write_file(dir / "inc/a.h", "#define A 1\n");
+  test::write_file(dir / "inc/sub/b.h", "#define B 2\n");
+  std::vector<std::string> dirs = {dir / "front", dir / "inc"};
+  auto set = dependencies_of({dir / "inc/sub/../a.h", dir / "inc/sub/b.h"}, dirs);
+  REQUIRE_MESSAGE(static_cast<bool>(set), llvm::toString(set.takeError()));
+  REQUIRE(set->size() == 2);
+  CHECK((*set)[0].name == "a.h");
+  CHECK((*set)[1].name == "sub/b.h");
+  CHECK_FALSE(check_dependency_set(*set, dirs).has_value());
+
+  append_byte(dir / "inc/sub/b.h");
+  std::optional<HeaderChange> change = check_dependency_set(*set, dirs);
+  REQUIRE(change.has_value());
+  CHECK(change->name == "sub/b.h");
+  CHECK(change->cached == (*set)[1].digest.hex());
+
+  // A header that an earlier include directory now shadows fails the set too, even when its
+  // bytes are the same.
+  test::write_file(dir / "front/a.h", "#define A 1\n");
+  std::optional<HeaderChange> shadowed = check_dependency_set(*set, dirs);
+  REQUIRE(shadowed.has_value());
+  CHECK(shadowed->name == "a.h");
+  CHECK(shadowed->requested == "(now found in include dir 0)");
+
+  auto outside = dependencies_of({"/etc/hostname"}, dirs);
+  REQUIRE_FALSE(static_cast<bool>(outside));
+  CHECK(llvm::toString(outside.takeError()).find("/etc/hostname") != std::string::npos);
+}
+
+TEST_CASE("a CCCL kernel is keyed by the headers it read, never by their paths") {
+  TempDir dir;
+  Config config = test::config_in(dir);
+  std::vector<std::string> toolkit = config.cuda_include_dirs();
+  if (!llvm::sys::fs::exists(toolkit[0] + "/cub/block/block_reduce.cuh")) {
+    MESSAGE("SKIPPED: no CCCL headers under " << toolkit[0]);
+    return;
+  }
+  EngineStats stats;
+  const Variant* original = prepare_in_fresh_engine(config, reduce_kernel(toolkit), stats);
+  CHECK(stats.compiles == 1);
+  CHECK(llvm::sys::fs::exists(dir / "cache/v1/deps"));
+
+  // The same trees elsewhere: the stored set holds, the key is the same, nothing compiles.
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "copy"));
+  copy_tree(toolkit[0], dir / "copy/cccl");
+  copy_tree(toolkit[1], dir / "copy/include");
+  std::vector<std::string> copies = {dir / "copy/cccl", dir / "copy/include"};
+  const Variant* moved = prepare_in_fresh_engine(config, reduce_kernel(copies), stats);
+  CHECK(stats.compiles == 0);
+  CHECK(stats.disk_hits == 1);
+  CHECK(moved->key == original->key);
+
+  // A header nothing includes: same key, no compile.
+  append_byte(dir / "copy/cccl/cub/device/device_histogram.cuh");
+  const Variant* unrelated = prepare_in_fresh_engine(config, reduce_kernel(copies), stats);
+  CHECK(stats.compiles == 0);
+  CHECK(unrelated->key == original->key);
+
+  // One byte of an included header: a new key, and the log names the header.
+  append_byte(dir / "copy/cccl/cub/block/block_reduce.cuh");
+  const Variant* changed = prepare_in_fresh_engine(config, reduce_kernel(copies), stats);
+  CHECK(stats.compiles == 1);
+  CHECK(changed->key != original->key);
+  auto compiles = test::events_named(test::read_json_lines(dir / "events.jsonl"), "compile",
+                                     "cub_block_sum");
+  REQUIRE(compiles.size() == 2);
+  CHECK(test::string_field(compiles.back(), "reason") == "header_changed");
+  const llvm::json::Array* diff = compiles.back().getArray("diff");
+  REQUIRE(diff != nullptr);
+  bool named = false;
+  for (const llvm::json::Value& row : *diff)
+    if (const llvm::json::Object* object = row.getAsObject())
+      named |= test::string_field(*object, "component") == "header" &&
+               test::string_field(*object, "name") == "cub/block/block_reduce.cuh";
+  CHECK(named);
+}
