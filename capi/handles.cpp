@@ -53,6 +53,12 @@ const char* describe_tag(uint32_t tag) {
   return "not a handle specjit created";
 }
 
+specjit_settings* new_settings() {
+  auto* handle = new specjit_settings;
+  remember(handle);
+  return handle;
+}
+
 specjit_engine* new_engine(std::unique_ptr<runtime::Engine> engine) {
   auto* handle = new specjit_engine;
   handle->engine = std::move(engine);

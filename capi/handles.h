@@ -73,6 +73,7 @@ struct specjit_engine {
 namespace specjit::capi {
 
 // Handle lifetimes (handles.cpp keeps the registry of live engines).
+specjit_settings* new_settings();
 specjit_engine* new_engine(std::unique_ptr<runtime::Engine> engine);
 void destroy_engine(specjit_engine* engine); // tombstones it and its kernels and variants
 bool engine_is_live(const specjit_engine* engine);

@@ -34,8 +34,12 @@ llvm::Error check_arguments(void* const* args, const size_t* sizes, size_t count
   return llvm::Error::success();
 }
 
+// The launch's configuration and packed arguments, checked.
 llvm::Expected<runtime::LaunchConfig> launch_config(const specjit_launch_config* config,
-                                                    const char* function) {
+                                                    void* const* args, const size_t* sizes,
+                                                    size_t arg_count, const char* function) {
+  if (auto err = check_arguments(args, sizes, arg_count, function))
+    return err;
   if (auto err = check_struct(config, config ? config->struct_size : 0,
                               sizeof(specjit_launch_config), function, "config"))
     return err;
@@ -141,11 +145,9 @@ specjit_status specjit_variant_launch(const specjit_variant* variant,
   constexpr const char* function = "specjit_variant_launch";
   if (auto err = check_variant(variant, function))
     return finish(std::move(err));
-  auto launch = launch_config(config, function);
+  auto launch = launch_config(config, args, sizes, arg_count, function);
   if (!launch)
     return finish(launch.takeError());
-  if (auto err = check_arguments(args, sizes, arg_count, function))
-    return finish(std::move(err));
   runtime::Engine& engine = *variant->kernel->engine;
   // A variant from prepare() has no module yet: launch_packed says so.
   if (variant->variant->function != nullptr)
@@ -161,11 +163,9 @@ specjit_status specjit_kernel_launch(specjit_kernel* kernel, const int64_t* valu
   constexpr const char* function = "specjit_kernel_launch";
   if (auto err = check_kernel(kernel, function))
     return finish(std::move(err));
-  auto launch = launch_config(config, function);
+  auto launch = launch_config(config, args, sizes, arg_count, function);
   if (!launch)
     return finish(launch.takeError());
-  if (auto err = check_arguments(args, sizes, arg_count, function))
-    return finish(std::move(err));
   if (auto err = check_values(kernel, values, value_count, function))
     return finish(std::move(err));
   runtime::Engine& engine = *kernel->engine;

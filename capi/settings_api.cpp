@@ -62,7 +62,7 @@ const char* specjit_last_error(void) { return last_error(); }
 specjit_status specjit_settings_create(specjit_settings** out) {
   if (out == nullptr)
     return fail(SPECJIT_ERROR_INVALID_ARGUMENT, "specjit_settings_create: out is NULL");
-  *out = new specjit_settings; // never freed: see capi/handles.h
+  *out = new_settings(); // never freed: see capi/handles.h
   return finish(llvm::Error::success());
 }
 

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev)
+# pkg-config and make: the install test builds examples/c through pkg-config.
+packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev pkg-config make)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

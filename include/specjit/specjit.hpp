@@ -139,7 +139,8 @@ class Variant {
 public:
   explicit Variant(const specjit_variant* variant) noexcept : m_variant(variant) {}
   specjit_variant_info info() const {
-    specjit_variant_info info = {sizeof info};
+    specjit_variant_info info{};
+    info.struct_size = sizeof info;
     detail::check(specjit_variant_get_info(m_variant, &info));
     return info;
   }
@@ -219,7 +220,8 @@ public:
     std::vector<const char*> include_dirs = c_strings(spec.include_dirs);
     std::vector<const char*> defines = c_strings(spec.defines);
     std::vector<const char*> options = c_strings(spec.options);
-    specjit_kernel_desc desc = {sizeof desc};
+    specjit_kernel_desc desc{};
+    desc.struct_size = sizeof desc;
     desc.id = spec.id.c_str();
     desc.source_kind = spec.source_kind;
     desc.source_name = spec.source_name.c_str();
@@ -242,7 +244,8 @@ public:
 
   void seal() { detail::check(specjit_engine_seal(m_engine)); }
   specjit_stats stats() const {
-    specjit_stats stats = {sizeof stats};
+    specjit_stats stats{};
+    stats.struct_size = sizeof stats;
     detail::check(specjit_engine_stats(m_engine, &stats));
     return stats;
   }
