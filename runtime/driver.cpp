@@ -9,6 +9,7 @@
 namespace specjit::runtime {
 
 char CudaError::ID = 0;
+char DriverUnavailable::ID = 0;
 
 CudaError::CudaError(CUresult result, std::string api, std::string detail)
     : m_result(result), m_api(std::move(api)), m_detail(std::move(detail)) {}
@@ -82,7 +83,7 @@ const LoadedDriver& loaded_driver() {
 llvm::Expected<const Driver&> driver() {
   const LoadedDriver& loaded = loaded_driver();
   if (!loaded.error.empty())
-    return make_error(Errc::unsupported, loaded.error);
+    return llvm::make_error<DriverUnavailable>(loaded.error);
   return loaded.table;
 }
 

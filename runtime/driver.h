@@ -4,6 +4,8 @@
 // (cuMemAlloc_v2, ...) are right for the cuda.h we build with.
 #pragma once
 
+#include "support/error.h"
+
 #include <cuda.h>
 
 #include <llvm/Support/Error.h>
@@ -25,6 +27,15 @@ private:
   CUresult m_result;
   std::string m_api;
   std::string m_detail; // the driver's error name and text, when it could give them
+};
+
+// The driver could not be loaded or initialized (no libcuda, cuInit failed): a SpecjitError
+// (Errc::unsupported) that callers which report the kind of failure (the C ABI) tell apart.
+class DriverUnavailable : public llvm::ErrorInfo<DriverUnavailable, SpecjitError> {
+public:
+  static char ID;
+  explicit DriverUnavailable(std::string message)
+      : ErrorInfo(Errc::unsupported, std::move(message)) {}
 };
 
 struct Driver {

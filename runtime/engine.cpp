@@ -163,15 +163,27 @@ llvm::Expected<const Variant*> Engine::prepare(KernelId kernel, llvm::ArrayRef<i
 
 llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
                                                         llvm::ArrayRef<int64_t> values) {
+  VariantKey key;
+  llvm::Error error = llvm::Error::success();
+  if (!make_key(kernel, values, key, &error)) {
+    counters.failures.fetch_add(1, std::memory_order_relaxed);
+    return std::move(error);
+  }
+  return find_or_resolve(key);
+}
+
+bool Engine::Impl::make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, VariantKey& key,
+                            llvm::Error* error) {
   const KernelDef& def = this->kernel(kernel).def;
   if (values.size() != def.params.size()) {
-    counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
-                      def.id, def.params.size(), values.size());
+    if (error)
+      *error = make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
+                          def.id, def.params.size(), values.size());
+    return false;
   }
   // The hot path builds the key's words directly (dynamic and exact inline); anything else,
   // and every invalid value, goes through specialize() for the full mapping or the message.
-  VariantKey key{kernel.index, static_cast<uint32_t>(values.size()), {}};
+  key = VariantKey{kernel.index, static_cast<uint32_t>(values.size()), {}};
   for (size_t i = 0; i < values.size(); ++i) {
     const Policy& policy = def.params[i].policy;
     int64_t value = values[i];
@@ -185,13 +197,16 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
     }
     auto spec = specialize(policy, value);
     if (!spec) {
-      counters.failures.fetch_add(1, std::memory_order_relaxed);
-      return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {}", def.id,
-                        def.params[i].name, llvm::toString(spec.takeError()));
+      if (error)
+        *error = make_error(Errc::invalid_argument, "kernel {}, parameter {}: {}", def.id,
+                            def.params[i].name, llvm::toString(spec.takeError()));
+      else
+        llvm::consumeError(spec.takeError());
+      return false;
     }
     key.words[i] = spec->word();
   }
-  return find_or_resolve(key);
+  return true;
 }
 
 namespace {
@@ -202,10 +217,24 @@ llvm::Expected<Slot*> wait_for(Slot& slot, Counters& counters) {
   slot.changed.wait(lock, [&] { return slot.state.load() != Slot::State::pending; });
   if (slot.state.load() == Slot::State::failed) {
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(Errc::unsupported, slot.failure);
+    return make_error(slot.failure_code.value_or(Errc::unsupported), slot.failure);
   }
   counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
   return &slot;
+}
+
+// The failure's message for the callers that wait on the slot, and its kind when it has one;
+// the error itself, with its type intact, goes back to the caller that resolved.
+llvm::Error record_failure(llvm::Error error, Slot& slot) {
+  return llvm::handleErrors(std::move(error),
+                            [&](std::unique_ptr<llvm::ErrorInfoBase> info) -> llvm::Error {
+                              if (!slot.failure.empty())
+                                slot.failure += "\n";
+                              slot.failure += info->message();
+                              if (info->isA<SpecjitError>())
+                                slot.failure_code = static_cast<SpecjitError&>(*info).code();
+                              return llvm::Error(std::move(info));
+                            });
 }
 
 } // namespace
@@ -313,7 +342,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
               slot->variant);
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (err) {
-    slot->failure = llvm::toString(std::move(err));
+    err = record_failure(std::move(err), *slot);
     slot->state.store(Slot::State::failed, std::memory_order_release);
     {
       // Forget the failure, so that a later request tries again.
@@ -322,11 +351,38 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
     }
     slot->changed.notify_all();
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(Errc::unsupported, slot->failure);
+    return std::move(err);
   }
   slot->state.store(Slot::State::ready, std::memory_order_release);
   slot->changed.notify_all();
   return remember(slot.get());
+}
+
+Slot* Engine::Impl::find_ready(const VariantKey& key) {
+  CachedSlot& cached = thread_cache_entry(key);
+  if (cached.engine == instance_id && cached.key == key)
+    return cached.slot;
+  std::shared_lock<std::shared_mutex> lock(slots_mutex);
+  auto it = slots.find(key);
+  if (it == slots.end() || it->second->state.load(std::memory_order_acquire) != Slot::State::ready)
+    return nullptr;
+  cached = CachedSlot{instance_id, key, it->second.get()};
+  return it->second.get();
+}
+
+const Variant* Engine::find_loaded(KernelId kernel, llvm::ArrayRef<int64_t> values) {
+  VariantKey key;
+  if (!m_impl->make_key(kernel, values, key, nullptr))
+    return nullptr;
+  Slot* slot = m_impl->find_ready(key);
+  if (slot == nullptr || !slot->loaded.load(std::memory_order_acquire))
+    return nullptr;
+  if (auto err = m_impl->ensure_context()) {
+    llvm::consumeError(std::move(err)); // get() reports it
+    return nullptr;
+  }
+  m_impl->counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
+  return &slot->variant;
 }
 
 llvm::Expected<const Variant*> Engine::get(KernelId kernel, llvm::ArrayRef<int64_t> values) {

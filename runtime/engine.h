@@ -118,6 +118,10 @@ public:
                                                      llvm::ArrayRef<SpecValue> specs);
   // prepare() + the module loaded on the engine's device.
   llvm::Expected<const Variant*> get(KernelId kernel, llvm::ArrayRef<int64_t> values);
+  // The variant when it is already ready and loaded (a memory hit, counted as one), else
+  // nullptr: never resolves, loads or fails. Lets a caller decide what a miss may do first
+  // (the C ABI refuses to compile while a stream captures a CUDA graph).
+  const Variant* find_loaded(KernelId kernel, llvm::ArrayRef<int64_t> values);
 
   // Launches a loaded variant. Arguments must be trivially copyable and match the kernel's
   // parameter sizes (checked against cuFuncGetParamInfo).

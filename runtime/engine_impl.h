@@ -10,6 +10,7 @@
 #include "runtime/variant_key.h"
 
 #include "cache/disk_store.h"
+#include "support/error.h"
 
 #include <llvm/ADT/DenseMap.h>
 
@@ -56,6 +57,7 @@ struct Slot {
   std::condition_variable changed;
   std::atomic<State> state{State::pending}; // read without `mutex` on the hot path
   std::string failure;
+  std::optional<Errc> failure_code; // the failure's kind, for the callers that waited for it
   Variant variant;
   std::atomic<bool> loaded{false}; // module loaded; set once under `mutex`
 };
@@ -107,6 +109,11 @@ struct Engine::Impl {
   KernelState& kernel(KernelId id) { return *kernels[id.index]; }
   // The memory tier: the slot for these values, resolved (by this thread or another).
   llvm::Expected<Slot*> specialize_and_find(KernelId kernel, llvm::ArrayRef<int64_t> values);
+  // The memory-tier key for these values; false (and `error` set) when a value does not fit.
+  bool make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, VariantKey& key,
+                llvm::Error* error);
+  // The slot when it is in the memory tier and ready; nullptr otherwise. Never waits.
+  Slot* find_ready(const VariantKey& key);
   llvm::Expected<Slot*> find_or_resolve(const VariantKey& key);
   Arch arch();
   // The slow path (resolve.cpp): disk layers, then compile. Fills slot.variant.

@@ -120,14 +120,40 @@ llvm::Error read_remote(Config::Lookup lookup, Config& config) {
 
 } // namespace
 
-llvm::Expected<Config> Config::from_environment() {
-  return from_lookup([](llvm::StringRef name) -> std::optional<std::string> {
-    // The one getenv in specjit.
-    const char* value = std::getenv(name.str().c_str());
-    if (value == nullptr)
-      return std::nullopt;
-    return std::string(value);
+namespace {
+std::optional<std::string> environment_variable(llvm::StringRef name) {
+  // The one getenv in specjit.
+  const char* value = std::getenv(name.str().c_str());
+  if (value == nullptr)
+    return std::nullopt;
+  return std::string(value);
+}
+} // namespace
+
+llvm::Expected<Config> Config::from_environment() { return from_lookup(environment_variable); }
+
+llvm::Expected<Config> Config::from_environment(Lookup overrides) {
+  auto config = from_lookup([&](llvm::StringRef name) {
+    std::optional<std::string> value = overrides(name);
+    return value ? value : environment_variable(name);
   });
+  if (!config)
+    return config.takeError();
+  auto mark = [&](llvm::StringRef variable, SettingSource& source) {
+    if (overrides(variable))
+      source = SettingSource::api;
+  };
+  mark("SPECJIT_CACHE_DIR", config->cache_dir.source);
+  mark("SPECJIT_CACHE_READONLY_DIRS", config->readonly_dirs.source);
+  mark("SPECJIT_LOG", config->log.source);
+  mark("SPECJIT_STRICT", config->strict.source);
+  mark("SPECJIT_ARCH", config->arch.source);
+  mark("SPECJIT_STORM_THRESHOLD", config->storm_threshold.source);
+  mark("SPECJIT_LOCK_TIMEOUT_MS", config->lock_timeout_ms.source);
+  mark("SPECJIT_CACHE_MAX_SIZE", config->max_cache_bytes.source);
+  mark("SPECJIT_DEVICE", config->device.source);
+  mark("SPECJIT_STALE_TEMP_SECONDS", config->stale_temp_seconds.source);
+  return config;
 }
 
 llvm::Expected<Config> Config::from_lookup(Lookup lookup) {

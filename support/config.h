@@ -58,6 +58,9 @@ struct Config {
   static llvm::Expected<Config> from_environment();
   // The same, from any lookup (tests pass a map).
   static llvm::Expected<Config> from_lookup(Lookup lookup);
+  // The environment with some variables given by the API (the C ABI's specjit_settings):
+  // `overrides` answers first; its settings are marked SettingSource::api.
+  static llvm::Expected<Config> from_environment(Lookup overrides);
 
   // The writable root: cache_dir > $XDG_CACHE_HOME/specjit > $HOME/.cache/specjit.
   std::string cache_root() const;

@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# pkg-config and make: the install test builds examples/c through pkg-config.
 packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev libsodium-dev
-          pkg-config libhiredis-dev redis-server)
+          pkg-config make libhiredis-dev redis-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -21,7 +21,9 @@ using runtime::TensorRef;
 
 namespace {
 
-llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t) {
+// router_logits is only read by the route stage: callers that route themselves (the C ABI's
+// precomputed top-k) run the later stages without it.
+llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t, unsigned stages) {
   if (auto err = check_moe_shape(s))
     return err;
   const DType dtype = tensor_dtype(s.dtype);
@@ -31,8 +33,9 @@ llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t) {
   if (tokens * s.top_k >= (int64_t{1} << 31) / 2)
     return make_error(Errc::invalid_argument, "{}: {} tokens x top-{} is too many slots",
                       k_op.str(), tokens, s.top_k);
-  if (auto err = expect("router_logits", t.router_logits, DType::f32, {tokens, s.experts}, 4))
-    return err;
+  if (stages & moe_stage_route)
+    if (auto err = expect("router_logits", t.router_logits, DType::f32, {tokens, s.experts}, 4))
+      return err;
   if (auto err = expect("w13", t.w13, dtype, {s.experts, 2 * s.intermediate, s.hidden}, 16))
     return err;
   if (auto err = expect("w2", t.w2, dtype, {s.experts, s.hidden, s.intermediate}, 16))
@@ -162,7 +165,7 @@ int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, boo
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
                       const FusedMoeOptions& options, CUstream stream) {
-  if (auto err = validate(s, t))
+  if (auto err = validate(s, t, options.stages))
     return err;
   const int64_t tokens = t.hidden.shape[0];
   if (tokens == 0)

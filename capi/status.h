@@ -1,0 +1,25 @@
+// The C ABI's errors: the one mapping from llvm::Error to specjit_status, and the calling
+// thread's last message (specjit_last_error).
+#pragma once
+
+#include "specjit/specjit.h"
+
+#include <llvm/Support/Error.h>
+
+namespace specjit::capi {
+
+// The status for an error (its most specific part, when it holds several). Typed payloads
+// decide: jit::CompileError -> COMPILE, runtime::CudaError -> DRIVER, SpecjitError by its Errc.
+specjit_status status_of(const llvm::ErrorInfoBase& error);
+
+// Consumes `error`: success -> SPECJIT_OK (and the thread's message is cleared), otherwise the
+// thread's message becomes the error's text and its status is returned.
+specjit_status finish(llvm::Error error);
+// The same for a failure the C ABI itself detects.
+specjit_status fail(specjit_status status, std::string message);
+// Marks the calling thread's last call as successful (the hot path's cheap form of finish).
+void succeed();
+
+const char* last_error();
+
+} // namespace specjit::capi
