@@ -60,10 +60,7 @@ llvm::Expected<std::vector<runtime::ParamDef>> params_from(const specjit_kernel_
     if (!policy)
       return make_error(Errc::invalid_argument, "{}: parameter '{}': {}", k_function, param.name,
                         llvm::toString(policy.takeError()));
-    bool raw = policy->kind == runtime::PolicyKind::exact ||
-               policy->kind == runtime::PolicyKind::bucketed;
-    params.push_back({param.name, *policy,
-                      raw ? runtime::ParamEncoding::raw : runtime::ParamEncoding::spec_word});
+    params.push_back(runtime::ParamDef::user(param.name, *policy));
   }
   return params;
 }
@@ -80,13 +77,42 @@ llvm::Expected<runtime::KernelDef> kernel_def_from_desc(const specjit_kernel_des
   runtime::KernelDef def;
   def.id = desc.id;
   def.function = desc.function;
-  if (desc.source_kind != SPECJIT_SOURCE_BUILTIN)
-    return make_error(Errc::unsupported, "{}: run-time sources are not built in yet", k_function);
-  def.source = desc.source_name;
+  switch (desc.source_kind) {
+  case SPECJIT_SOURCE_TEXT:
+    if (desc.source_text == nullptr)
+      return null_field("source_text");
+    def.source = runtime::KernelSource::from_text(desc.source_name, desc.source_text);
+    break;
+  case SPECJIT_SOURCE_FILE: def.source = runtime::KernelSource::from_file(desc.source_name); break;
+  case SPECJIT_SOURCE_BUILTIN: def.source = runtime::KernelSource(desc.source_name); break;
+  default:
+    return make_error(Errc::invalid_argument,
+                      "{}: desc->source_kind {} is not a specjit_source_kind (0 text, 1 file, "
+                      "2 builtin)",
+                      k_function, desc.source_kind);
+  }
   auto params = params_from(desc);
   if (!params)
     return params.takeError();
   def.params = std::move(*params);
+  auto include_dirs = string_list(desc.include_dirs, desc.include_dir_count, "include_dirs");
+  if (!include_dirs)
+    return include_dirs.takeError();
+  def.include_dirs = std::move(*include_dirs);
+  if (desc.header_count > 0 && desc.headers == nullptr)
+    return make_error(Errc::invalid_argument, "{}: desc->headers is NULL but header_count is {}",
+                      k_function, desc.header_count);
+  for (size_t i = 0; i < desc.header_count; ++i) {
+    const specjit_header& header = desc.headers[i];
+    if (header.name == nullptr || header.text == nullptr)
+      return make_error(Errc::invalid_argument, "{}: desc->headers[{}].{} is NULL", k_function, i,
+                        header.name == nullptr ? "name" : "text");
+    def.headers.push_back(runtime::HeaderText{header.name, header.text});
+  }
+  auto defines = string_list(desc.defines, desc.define_count, "defines");
+  if (!defines)
+    return defines.takeError();
+  def.defines = std::move(*defines);
   auto options = string_list(desc.options, desc.option_count, "options");
   if (!options)
     return options.takeError();

@@ -6,6 +6,7 @@
 //   specjit-bench moe-routing       the moe benchmark's routings and their token blocks (no GPU)
 //   specjit-bench remote            the fleet tier on Redis: fresh node, cold fleet (no GPU)
 //   specjit-bench tp-startup        N tensor-parallel ranks starting at once on one cache
+//   specjit-bench capi              what the C ABI adds to a launch, against cuLaunchKernel
 #include "bench_common.h"
 #include "moe_routing.h"
 #include "tp_startup.h"
@@ -17,8 +18,8 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench "
-                    "engine|recompile-trace|inv-rope|moe|moe-routing|remote|tp-startup [flags]\n"
+    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing|"
+                    "remote|tp-startup|capi [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -37,8 +38,10 @@ int main(int argc, char** argv) {
     return run_remote_bench(argc, argv);
   if (mode == "tp-startup")
     return run_tp_startup(argc, argv);
+  if (mode == "capi")
+    return run_capi_bench(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
-               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing, remote or "
-                  "tp-startup\n";
+               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing, remote, "
+                  "tp-startup or capi\n";
   return 2;
 }
