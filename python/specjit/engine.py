@@ -40,9 +40,9 @@ class Engine:
     A bad name or value raises InvalidArgumentError naming it."""
 
     def __init__(self, **overrides):
+        self.overrides = dict(overrides)
         pairs = [(k, _setting_text(k, v)) for k, v in overrides.items() if v is not None]
         self._native = lib.NativeEngine(pairs)
-        self.overrides = dict(overrides)
 
     def seal(self) -> None:
         """Warm-up is done: later compiles are logged as ``serving`` (refused with strict=error)."""

@@ -13,11 +13,16 @@ namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
+// No overrides: NULL settings, the environment alone.
 std::unique_ptr<NativeEngine> create_engine(const Pairs& overrides) {
   specjit_settings* settings = nullptr;
-  check(specjit_settings_create(&settings));
-  std::unique_ptr<specjit_settings, void (*)(specjit_settings*)> owner(settings,
-                                                                       specjit_settings_destroy);
+  if (!overrides.empty())
+    check(specjit_settings_create(&settings));
+  std::unique_ptr<specjit_settings, void (*)(specjit_settings*)> owner(
+      settings, [](specjit_settings* s) {
+        if (s)
+          specjit_settings_destroy(s);
+      });
   for (const auto& [name, value] : overrides)
     check(specjit_settings_set(settings, name.c_str(), value.c_str()));
   specjit_engine* engine = nullptr;

@@ -36,7 +36,7 @@ def _runtime_sources_missing() -> str | None:
     import specjit
     try:
         specjit.Kernel(source="__global__ void probe() {}", function="probe",
-                       engine=specjit.Engine(log="off", cache_dir="/nonexistent-probe"))
+                       engine=specjit.default_engine())
     except specjit.InternalError as e:
         return str(e)
     except specjit.SpecjitError:
@@ -44,8 +44,20 @@ def _runtime_sources_missing() -> str | None:
     return None
 
 
+def _settings_broken() -> str | None:
+    """The library's message when it refuses the settings handles it creates (overrides)."""
+    import specjit
+    try:
+        specjit.Engine(log="off")
+    except specjit.InvalidArgumentError as e:
+        return str(e) if "not a handle specjit created" in str(e) else None
+    return None
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "torch: needs torch (skips as [torch] without it)")
+    config.addinivalue_line("markers", "settings: makes engines with overrides (skips as "
+                            "[settings] where libspecjit refuses its own settings handles)")
     config.addinivalue_line("markers", "runtime_sources: defines kernels from run-time source "
                             "(skips as [runtime_sources] where libspecjit cannot)")
     config.addinivalue_line("markers", "gpu: needs torch and a CUDA device (skips as [gpu])")
@@ -55,7 +67,11 @@ def pytest_collection_modifyitems(config, items):
     has_torch = _has_torch()
     has_gpu = has_torch and _has_gpu()
     missing = _runtime_sources_missing()
+    broken = _settings_broken()
     for item in items:
+        uses_settings = "settings" in item.keywords or "settings" in item.fixturenames
+        if uses_settings and broken:
+            item.add_marker(pytest.mark.skip(reason=f"[settings] {broken}"))
         if "runtime_sources" in item.keywords and missing:
             item.add_marker(pytest.mark.skip(reason=f"[runtime_sources] {missing}"))
         if "gpu" in item.keywords and not has_gpu:

@@ -8,11 +8,13 @@ import specjit
 from conftest import SCALE_SOURCE, run_python
 
 
+@pytest.mark.settings
 def test_a_bad_setting_name_is_named(settings):
     with pytest.raises(specjit.InvalidArgumentError, match="cache_dri"):
         specjit.Engine(cache_dri="/tmp/x")
 
 
+@pytest.mark.settings
 def test_a_bad_setting_value_is_named(settings):
     with pytest.raises(specjit.InvalidArgumentError, match="strict"):
         specjit.Engine(**settings, strict="sometimes")

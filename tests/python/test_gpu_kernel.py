@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.gpu, pytest.mark.torch, pytest.mark.runtime_sources]
+pytestmark = [pytest.mark.gpu, pytest.mark.torch, pytest.mark.runtime_sources,
+              pytest.mark.settings]
 
 torch = pytest.importorskip("torch", reason="[gpu] needs torch with a CUDA device")
 

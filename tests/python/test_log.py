@@ -37,6 +37,7 @@ def test_a_new_variant_names_its_difference(settings, engine):
 
 
 @pytest.mark.runtime_sources
+@pytest.mark.settings
 def test_a_storm_is_an_event(tmp_path):
     e = specjit.Engine(cache_dir=tmp_path / "c", log=tmp_path / "l.jsonl", storm_threshold=2)
     k = _kernel(e)
