@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from python_bench_kernel import SOURCE
+from python_bench_kernel import SOURCE, write_report
 
 # The child: times its phases with perf_counter from its first line; prints one JSON line.
 CHILD = r"""
@@ -92,9 +92,7 @@ def main() -> int:
         report["torch"] = torch.__version__
     except ImportError:
         pass
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+    write_report(args.json, report)
     return 0
 
 

@@ -21,7 +21,7 @@ import time
 import torch
 
 import specjit
-from python_bench_kernel import SOURCE
+from python_bench_kernel import SOURCE, write_report
 
 
 
@@ -125,9 +125,7 @@ def main() -> int:
         "added_us_vs_baseline": results["kernel[grid, block](...)"] - base,
         "goal_added_us": 1.5, "stats": engine.stats().__dict__,
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+    write_report(args.json, report)
     return 0
 
 
