@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import platform
 import statistics
