@@ -9,8 +9,7 @@ inputs' device; launches go to torch's current stream.
     torch.ops.specjit.inv_rope_fp8_quant(o, positions, cos_sin_cache, n_groups, heads_per_group)
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: torch.library reads the annotations as types.
 from typing import Optional
 
 import torch
