@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-# pkg-config and make: the install test builds examples/c through pkg-config.
+# pkg-config and make: the install test builds examples/c through pkg-config; python3-venv
+# and python3-dev: the Python package's tests.
 packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev libsodium-dev
-          pkg-config make libhiredis-dev redis-server)
+          pkg-config make libhiredis-dev redis-server python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

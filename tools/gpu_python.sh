@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# On the GPU host (torch, nanobind and scikit-build-core installed, no network): installs the
+# package from python/ against a carried specjit prefix, runs the Python tests (the GPU ones
+# too), the Python benchmarks and the serving replay; everything lands under $OUT.
+# Usage: SPECJIT_PREFIX=/path/to/prefix OUT=/path/to/results tools/gpu_python.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${SPECJIT_PREFIX:?set SPECJIT_PREFIX (or CMAKE_PREFIX_PATH) to the installed specjit}"
+out=${OUT:-$PWD/build/gpu-python}
+mkdir -p "$out"
+python=${PYTHON:-python3}
+target=$(mktemp -d "${TMPDIR:-/tmp}/specjit-python.XXXXXX")
+export CMAKE_PREFIX_PATH=$SPECJIT_PREFIX${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+"$python" -m pip install --no-build-isolation --no-deps --target "$target" ./python \
+  >"$out/pip-install.txt" 2>&1 || { tail -30 "$out/pip-install.txt"; exit 1; }
+export PYTHONPATH=$target${PYTHONPATH:+:$PYTHONPATH}
+export SPECJIT_CACHE_DIR=${SPECJIT_CACHE_DIR:-$target/cache}
+status=0
+run() { # name, command...: output to $out/name.txt, status remembered
+  local name=$1; shift
+  echo "== $name: $*"
+  "$@" 2>&1 | tee "$out/$name.txt"
+  local rc=${PIPESTATUS[0]}
+  ((rc == 0)) || { echo "== $name: exit $rc"; status=1; }
+}
+run pytest-gpu "$python" -m pytest tests/python -m gpu -rs -v -p no:cacheprovider
+run pytest-all "$python" -m pytest tests/python -rs -q -p no:cacheprovider
+run bench-launch "$python" tools/bench/python_launch.py --json "$out/python-launch-h200.json"
+run bench-first-launch "$python" tools/bench/python_first_launch.py \
+  --json "$out/python-first-launch-h200.json"
+run serving-replay "$python" examples/python/serving_replay.py --json "$out/serving-replay-h200.json"
+exit $status
