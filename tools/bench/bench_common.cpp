@@ -54,6 +54,38 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
+void write_json(llvm::raw_ostream& out, const llvm::json::Value& value, int indent) {
+  const std::string pad(indent + 2, ' ');
+  if (const llvm::json::Object* object = value.getAsObject()) {
+    std::vector<llvm::StringRef> keys; // sorted, as llvm::json's own writer orders them
+    for (const auto& field : *object)
+      keys.push_back(field.first);
+    std::sort(keys.begin(), keys.end());
+    out << "{";
+    for (size_t i = 0; i < keys.size(); ++i) {
+      out << (i ? ",\n" : "\n") << pad << llvm::json::Value(keys[i].str()) << ": ";
+      write_json(out, *object->get(keys[i]), indent + 2);
+    }
+    out << (keys.empty() ? "}" : "\n" + std::string(indent, ' ') + "}");
+    return;
+  }
+  const llvm::json::Array* array = value.getAsArray();
+  if (!array) {
+    out << value;
+    return;
+  }
+  // An array of numbers (or other plain values) on one line; one of objects or arrays, a line each.
+  const bool flat = std::none_of(array->begin(), array->end(), [](const llvm::json::Value& v) {
+    return v.getAsObject() || v.getAsArray();
+  });
+  out << "[";
+  for (size_t i = 0; i < array->size(); ++i) {
+    out << (i ? "," : "") << (flat ? (i ? " " : "") : "\n" + pad);
+    write_json(out, (*array)[i], indent + 2);
+  }
+  out << (flat || array->empty() ? "]" : "\n" + std::string(indent, ' ') + "]");
+}
+
 bool write_report(const std::string& path, llvm::json::Object fields) {
   fields["machine"] = machine_description();
   llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
@@ -63,7 +95,8 @@ bool write_report(const std::string& path, llvm::json::Object fields) {
     llvm::errs() << "specjit-bench: cannot write " << path << ": " << ec.message() << "\n";
     return false;
   }
-  out << llvm::formatv("{0:2}", llvm::json::Value(std::move(fields))) << "\n";
+  write_json(out, llvm::json::Value(std::move(fields)));
+  out << "\n";
   llvm::outs() << "full numbers: " << path << "\n";
   return true;
 }

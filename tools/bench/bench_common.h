@@ -84,6 +84,10 @@ private:
   CUevent m_start = nullptr, m_stop = nullptr;
 };
 
+// `value` as indented JSON, keys sorted, arrays of plain values on one line each (a report of
+// many samples stays short enough to read).
+void write_json(llvm::raw_ostream& out, const llvm::json::Value& value, int indent = 0);
+
 // Writes {"machine": ..., <fields>} to path (creating folders); prints where it went.
 bool write_report(const std::string& path, llvm::json::Object fields);
 

@@ -54,8 +54,10 @@ def main():
             continue
         t = row["tokens"]
         gemm, floor = judged(row)
-        peer = row["peer_gemm_us"]
-        mean = row.get("routing_samples", {}).get("gemm_us_mean")
+        samples = row.get("routing_samples", {})
+        mean = samples.get("gemm_us_mean")
+        # The peer's figure on the same routing as `gemm`: its mean over routings with the mean.
+        peer = samples.get("peer_gemm_us_mean", row["peer_gemm_us"]) if mean else row["peer_gemm_us"]
         wants_15 = t <= 4 or (t >= 1024 and row["model"].startswith(MANY_EXPERTS))
         target = peer / 1.5 if wants_15 else None
         below_floor = target is not None and target < floor

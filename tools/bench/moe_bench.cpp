@@ -77,7 +77,8 @@ void MoeBench::prepare(const MoeShape& s) {
 }
 
 void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
-                       const FusedMoeOptions& options, const MoeTileConfig& chosen, double peer) {
+                       const FusedMoeOptions& options, const MoeTileConfig& chosen,
+                       const PeerFigures* peer, size_t index) {
   const double layer_us = time_us(engine, drv, s, b, tokens, options, stream);
   FusedMoeOptions gemms = options;
   gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
@@ -99,13 +100,24 @@ void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, 
   const double floor_us = floor_us_of(s, distinct);
   const double flops = 2.0 * tokens * s.top_k * 3.0 * s.intermediate * s.hidden;
   const double tflops = flops / (gemm_us * 1e-6) / 1e12;
+  check_layer(engine, drv, s, b, tokens, options, stream);
+  std::optional<llvm::json::Object> sampled;
+  std::optional<double> mean_us;
+  if (routings > 0) {
+    sampled = measure_routings(s, b, tokens, gemms);
+    mean_us = *sampled->getNumber("gemm_us_mean");
+  }
+  const PeerRatios ratios = peer ? peer_ratios(*peer, index, gemm_us, mean_us) : PeerRatios{};
+  const double peer_fixed = ratios.fixed ? peer->fixed_us[index] : 0;
   llvm::outs() << fmt::format(
       "{:<16} {:>4} {:>5} {:>9.1f} {:>9.1f} {:>7.1f} {:>7.1f} {:>9.1f} {:>6.1f} {:>6.0f}% "
       "{:>8.1f} {:>9} {:>7}  {}\n",
       model.name, moe_dtype_name(s.dtype).str(), tokens, gemm_us, gemm_plain_us, gemm1_us, gemm2_us,
       layer_us, eager_host_us, 100.0 * floor_us / gemm_us, tflops,
-      peer > 0 ? fmt::format("{:.1f}", peer) : "-",
-      peer > 0 ? fmt::format("{:.2f}x", peer / gemm_us) : "-", chosen.describe());
+      ratios.fixed ? fmt::format("{:.1f}", peer_fixed) : "-",
+      ratios.fixed ? fmt::format("{:.2f}x", *ratios.fixed) : "-", chosen.describe());
+  if (mean_us)
+    print_routings(tokens, *sampled, ratios.mean ? peer->mean_us[index] : 0);
   llvm::outs().flush();
   llvm::json::Object row{{"model", model.name},
                          {"dtype", moe_dtype_name(s.dtype)},
@@ -126,17 +138,22 @@ void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, 
                          {"fraction_of_floor", floor_us / gemm_us},
                          {"tflops", tflops},
                          {"config", chosen.describe()}};
-  if (peer > 0) {
-    row["peer_gemm_us"] = peer;
-    row["speedup_vs_peer"] = peer / gemm_us;
+  if (ratios.fixed) {
+    row["peer_gemm_us"] = peer_fixed; // on the fixed routing, as gemm_us
+    row["speedup_vs_peer"] = *ratios.fixed;
   }
-  if (routings > 0)
-    row["routing_samples"] = measure_routings(s, b, tokens, gemms, peer);
+  if (sampled) {
+    if (ratios.mean) {
+      (*sampled)["peer_gemm_us_mean"] = peer->mean_us[index]; // over 20 routings
+      (*sampled)["speedup_vs_peer"] = *ratios.mean;
+    }
+    row["routing_samples"] = std::move(*sampled);
+  }
   rows.push_back(std::move(row));
 }
 
 llvm::json::Object MoeBench::measure_routings(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                              const FusedMoeOptions& gemms, double peer) {
+                                              const FusedMoeOptions& gemms) {
   FusedMoeOptions layer = gemms;
   layer.stages = moe_stage_all;
   std::vector<double> us;
@@ -153,12 +170,6 @@ llvm::json::Object MoeBench::measure_routings(const MoeShape& s, const Buffers& 
   const double distinct_mean = std::accumulate(distinct.begin(), distinct.end(), 0.0) / routings;
   const double floor_mean = floor_us_of(s, distinct_mean);
   const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
-  llvm::outs() << fmt::format(
-      "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
-      "floor {:.0f}%{}\n",
-      "", "", tokens, gemm_mean, routings, *lo, *hi, distinct_mean, 100.0 * floor_mean / gemm_mean,
-      peer > 0 ? fmt::format(", {:.2f}x peer", peer / gemm_mean) : "");
-  llvm::outs().flush();
   llvm::json::Object result{{"samples", routings},
                             {"seeds", fmt::format("1..{}", routings)},
                             {"gemm_us_mean", gemm_mean},
@@ -169,9 +180,20 @@ llvm::json::Object MoeBench::measure_routings(const MoeShape& s, const Buffers& 
                             {"fraction_of_floor", floor_mean / gemm_mean},
                             {"gemm_us", llvm::json::Array(us)},
                             {"distinct_experts", llvm::json::Array(distinct)}};
-  if (peer > 0)
-    result["speedup_vs_peer"] = peer / gemm_mean;
   return result;
+}
+
+void MoeBench::print_routings(int64_t tokens, const llvm::json::Object& r, double peer_mean) {
+  const double mean = *r.getNumber("gemm_us_mean");
+  llvm::outs() << fmt::format(
+      "{:<16} {:>4} {:>5} {:>9.1f} mean over {} routings ({:.1f}..{:.1f}), {:.1f} experts, "
+      "floor {:.0f}%{}\n",
+      "", "", tokens, mean, routings, *r.getNumber("gemm_us_min"), *r.getNumber("gemm_us_max"),
+      *r.getNumber("distinct_experts_mean"), 100.0 * *r.getNumber("fraction_of_floor"),
+      peer_mean > 0
+          ? fmt::format(", peer {:.1f} (mean over {} routings), {:.2f}x", peer_mean,
+                        k_peer_mean_routings, peer_mean / mean)
+          : "");
 }
 
 void MoeBench::run_shape(const Model& model, MoeDType dtype) {
@@ -207,7 +229,7 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
       options.config = chosen;
     }
     measure(model, s, *setup.buffers, tokens, options, chosen,
-            dtype == MoeDType::fp8 ? model.peer_us[i] : 0.0);
+            dtype == MoeDType::fp8 ? &model.peer : nullptr, i);
   }
   if (!tune)
     return;
@@ -363,6 +385,11 @@ int run_moe_bench(int argc, char** argv) {
                               copy_rate * 1e-12, k_stream_bytes_per_s * 1e-12);
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
+  llvm::outs() << fmt::format("peer (FP8 only): {}, measured {}; peer_us and x_peer on the fixed "
+                              "routing ({}), the routings' lines against the peer's mean over {} "
+                              "routings\n",
+                              k_peer_method, k_peer_date, k_peer_fixed_routing,
+                              k_peer_mean_routings);
   llvm::outs() << fmt::format(
       "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>9} {:>7}  {}\n",
       "model", "dt", "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "host", "floor%", "TFLOP/s",
@@ -383,7 +410,15 @@ int run_moe_bench(int argc, char** argv) {
                           {"timing", "CUDA graph replay, device events, median"},
                           {"memory_floor_bytes_per_s", k_stream_bytes_per_s},
                           {"measured_copy_bytes_per_s", copy_rate},
-                          {"peer", "vLLM Triton fused_moe_kernel, GEMM1+GEMM2, FP8 per-tensor"},
+                          {"peer",
+                           llvm::json::Object{
+                               {"method", k_peer_method},
+                               {"date", k_peer_date},
+                               {"routing", k_peer_fixed_routing},
+                               {"mean_routings", k_peer_mean_routings},
+                               {"ratios", "peer_gemm_us / gemm_us on the fixed routing; "
+                                          "routing_samples: peer_gemm_us_mean / gemm_us_mean"}}},
+                          {"data", k_moe_data},
                           {"tuned", bench.tune},
                           {"weights", moe_weight_layout_name(bench.weights())},
                           {"rows", std::move(bench.rows)}})

@@ -99,10 +99,12 @@ struct MoeBench {
   ops::MoeTileConfig tune_bucket(const Model& model, const ops::MoeShape& s, const Buffers& b,
                                  int64_t tokens, ops::MoeTileConfig chosen);
 
-  // The layer and its GEMMs with `options`, with and without PDL, each GEMM alone; prints the
-  // row and records it. peer: vLLM's GEMM µs at this T (0: none).
+  // The layer and its GEMMs with `options`, with and without PDL, each GEMM alone; checks the
+  // layer's output against the CPU reference (check_layer); prints the row and records it.
+  // peer: vLLM's figures (nullptr: none), at k_tokens[index]; each set against the same routing.
   void measure(const Model& model, const ops::MoeShape& s, const Buffers& b, int64_t tokens,
-               const ops::FusedMoeOptions& options, const ops::MoeTileConfig& chosen, double peer);
+               const ops::FusedMoeOptions& options, const ops::MoeTileConfig& chosen,
+               const PeerFigures* peer, size_t index);
 
   // The weight-streaming floor of `distinct` experts (a mean over routings too: the floor is
   // linear in it): their w13 + w2 bytes at 4.46 TB/s.
@@ -114,10 +116,13 @@ struct MoeBench {
 
   // GEMM µs (`gemms`: GEMM1 + GEMM2 as the row's figure) over `routings` fresh routings of
   // `tokens` tokens (seeds 1..routings), each routed by one whole layer call and then timed like
-  // the row; prints and returns their mean, spread and mean floor. The fixed routing's logits
-  // are put back afterwards, so every other row stays on them.
+  // the row; returns their mean, spread and mean floor. The fixed routing's logits are put back
+  // afterwards, so every other row stays on them.
   llvm::json::Object measure_routings(const ops::MoeShape& s, const Buffers& b, int64_t tokens,
-                                      const ops::FusedMoeOptions& gemms, double peer);
+                                      const ops::FusedMoeOptions& gemms);
+
+  // The line of measure_routings' result `r`, against the peer's mean (0: none).
+  void print_routings(int64_t tokens, const llvm::json::Object& r, double peer_mean);
 
   // Every selected token count of one model and dtype; --tune records the shape's entry.
   void run_shape(const Model& model, ops::MoeDType dtype);

@@ -3,6 +3,13 @@
 
 #include "bench_common.h"
 
+#include "reference/inv_rope_reference.h"
+#include "reference/moe_reference.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,9 +58,9 @@ FusedMoeTensors tensors(const Buffers& b, const MoeShape& s, int64_t tokens, int
   t.w13 = {b.w13[copy], dtype, {s.experts, 2 * s.intermediate, s.hidden}, {}};
   t.w2 = {b.w2[copy], dtype, {s.experts, s.hidden, s.intermediate}, {}};
   t.a1_scale = {b.scales, DType::f32, {1}, {}};
-  t.a2_scale = {b.scales, DType::f32, {1}, {}};
-  t.w13_scale = {b.scales, DType::f32, {s.experts}, {}};
-  t.w2_scale = {b.scales, DType::f32, {s.experts}, {}};
+  t.a2_scale = {b.scales + 4, DType::f32, {1}, {}};
+  t.w13_scale = {b.scales + 8, DType::f32, {s.experts}, {}};
+  t.w2_scale = {b.scales + 8 + 4 * s.experts, DType::f32, {s.experts}, {}};
   t.out = {b.out, DType::bf16, {tokens, s.hidden}, {}};
   t.workspace = {
       b.work, DType::u8, {static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes)}, {}};
@@ -132,15 +139,28 @@ Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_toke
   setup.max_tokens = max_tokens;
   setup.buffers = std::make_unique<Buffers>(Buffers{drv});
   Buffers& b = *setup.buffers;
-  const size_t elem = s.dtype == MoeDType::fp8 ? 1 : 2;
-  // Non-zero constant data: 0x38 = 1.0 in e4m3; 0x3c00 = 2^-7 in bf16.
-  const uint32_t pattern = s.dtype == MoeDType::fp8 ? 0x38383838u : 0x3c003c00u;
-  b.x = alloc(drv, max_tokens * s.hidden * elem, pattern);
+  const bool fp8 = s.dtype == MoeDType::fp8;
+  b.host_x = random_tensor(1, max_tokens * s.hidden, fp8, 1.0f, 1);
+  b.host_w13 = random_tensor(s.experts, 2 * s.intermediate * s.hidden, fp8,
+                             1.0f / std::sqrt(static_cast<float>(s.hidden)), 2);
+  b.host_w2 = random_tensor(s.experts, s.hidden * s.intermediate, fp8,
+                            1.0f / std::sqrt(static_cast<float>(s.intermediate)), 3);
+  auto upload = [&](const void* host, size_t bytes) {
+    const CUdeviceptr p = alloc(drv, bytes, 0);
+    must(drv.check(drv.cuMemcpyHtoD(p, host, bytes), "cuMemcpyHtoD"), "upload");
+    return p;
+  };
+  b.x = upload(b.host_x.bytes.data(), b.host_x.bytes.size());
   for (int c = 0; c < k_weight_copies; ++c) {
-    b.w13[c] = alloc(drv, s.experts * 2 * s.intermediate * s.hidden * elem, pattern);
-    b.w2[c] = alloc(drv, s.experts * s.hidden * s.intermediate * elem, pattern);
+    b.w13[c] = upload(b.host_w13.bytes.data(), b.host_w13.bytes.size());
+    b.w2[c] = upload(b.host_w2.bytes.data(), b.host_w2.bytes.size());
   }
-  b.scales = alloc(drv, s.experts * 4, 0x3c000000u); // 2^-7
+  b.a1_scale = fp8 ? b.host_x.scales[0] : 1.0f;
+  b.a2_scale = fp8 ? 16.0f / 448.0f : 1.0f;
+  std::vector<float> scales = {b.a1_scale, b.a2_scale};
+  scales.insert(scales.end(), b.host_w13.scales.begin(), b.host_w13.scales.end());
+  scales.insert(scales.end(), b.host_w2.scales.begin(), b.host_w2.scales.end());
+  b.scales = upload(scales.data(), scales.size() * 4);
   b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
   b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
   b.logits = alloc(drv, max_tokens * s.experts * 4, 0);
@@ -152,6 +172,66 @@ void set_router_logits(const runtime::Driver& drv, const Buffers& b, const MoeSh
                        int64_t rows, uint32_t seed) {
   const std::vector<float> logits = router_logits(rows, s.experts, seed);
   must(drv.check(drv.cuMemcpyHtoD(b.logits, logits.data(), logits.size() * 4), "upload"), "upload");
+}
+
+namespace {
+
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+} // namespace
+
+void check_layer(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
+                 const Buffers& b, int64_t tokens, const FusedMoeOptions& options,
+                 CUstream stream) {
+  FusedMoeOptions layer = options;
+  layer.stages = moe_stage_all;
+  must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "check");
+  must(drv.check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize"), "check");
+  const bool fp8 = s.dtype == MoeDType::fp8;
+  const size_t elem = fp8 ? 1 : 2;
+  reference::MoeWeights w{s.experts, s.top_k, s.hidden, s.intermediate, fp8,
+                          b.host_w13.bytes.data(), b.host_w2.bytes.data(), b.a1_scale,
+                          b.a2_scale, b.host_w13.scales.data(), b.host_w2.scales.data()};
+  const std::vector<float> logits = router_logits(tokens, s.experts, k_routing_seed);
+  const reference::MoeRouting routing =
+      reference::moe_route(logits.data(), tokens, s.experts, s.top_k, true);
+  const std::vector<int64_t> sample = {0, tokens / 2, tokens - 1}; // the same row twice at T = 1
+  std::vector<float> got(sample.size() * s.hidden), want(got.size());
+  std::vector<uint16_t> out(s.hidden);
+  for (size_t i = 0; i < sample.size(); ++i) {
+    must(drv.check(drv.cuMemcpyDtoH(out.data(), b.out + sample[i] * s.hidden * 2, s.hidden * 2),
+                   "download"),
+         "check");
+    for (int64_t h = 0; h < s.hidden; ++h)
+      got[i * s.hidden + h] = reference::bf16_to_float(out[h]);
+  }
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < sample.size(); ++i)
+    pool.emplace_back([&, i] {
+      const int64_t tok = sample[i];
+      const void* row = b.host_x.bytes.data() + tok * s.hidden * elem;
+      (fp8 ? reference::moe_token_emulated : reference::moe_token_fp32)(
+          w, row, &routing.ids[tok * s.top_k], &routing.weights[tok * s.top_k],
+          &want[i * s.hidden]);
+    });
+  for (std::thread& t : pool)
+    t.join();
+  const double error = relative_error(got, want), limit = fp8 ? 1e-2 : 2e-2;
+  if (!(error <= limit)) {
+    std::fprintf(stderr,
+                 "specjit-bench moe: wrong output: %s T=%lld, relative error %.3g against the CPU "
+                 "reference over rows 0, T/2, T-1 (limit %.0e)\n",
+                 moe_dtype_name(s.dtype).str().c_str(), static_cast<long long>(tokens), error,
+                 limit);
+    std::exit(1);
+  }
 }
 
 int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const MoeShape& s,

@@ -3,6 +3,7 @@
 // CUDA-graph timing, and parallel precompilation.
 #pragma once
 
+#include "bench_data.h"
 #include "moe_routing.h"
 
 #include "runtime/driver.h"
@@ -17,12 +18,21 @@ namespace specjit::bench {
 
 inline constexpr int k_weight_copies = 3;
 
+// What the buffers hold (written into the report).
+inline constexpr const char* k_moe_data =
+    "random: hidden N(0,1), w13 N(0,1/H), w2 N(0,1/I); FP8: e4m3 with one scale for the hidden "
+    "states and one per expert (amax / 448), static a2 scale 16/448; bf16: the values rounded; "
+    "router logits N(0,1); every row checked on a sample of tokens against the CPU reference";
+
 // Device buffers of one shape; freed with the object.
 struct Buffers {
   const runtime::Driver& drv;
-  CUdeviceptr x = 0, logits = 0, scales = 0, out = 0, work = 0;
+  CUdeviceptr x = 0, logits = 0, out = 0, work = 0;
+  CUdeviceptr scales = 0; // a1, a2, w13_scale [E], w2_scale [E] (f32)
   CUdeviceptr w13[k_weight_copies] = {}, w2[k_weight_copies] = {};
   ops::MoeWeightLayout weights = ops::MoeWeightLayout::row_major; // of w13 and w2 (pack_weights)
+  RandomTensor host_x, host_w13, host_w2; // what every copy holds, for the reference check
+  float a1_scale = 1, a2_scale = 1;
   ~Buffers() {
     for (CUdeviceptr p : {x, logits, scales, out, work})
       if (p)
@@ -34,7 +44,7 @@ struct Buffers {
   }
 };
 
-// Buffers for up to max_tokens tokens: constant non-zero activations and weights, random
+// Buffers for up to max_tokens tokens: random activations and weights (k_moe_data), random
 // router logits (seed k_routing_seed).
 struct Setup {
   std::unique_ptr<Buffers> buffers;
@@ -69,6 +79,12 @@ double host_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::M
 // set_router_logits(drv, b, s, setup.max_tokens, k_routing_seed) the logits are make_setup's.
 void set_router_logits(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,
                        int64_t rows, uint32_t seed);
+
+// Runs the whole layer once and compares a sample of its output rows with the CPU reference
+// (FP8: the emulating one, bf16: fp32); exits with a message naming the point when they differ.
+void check_layer(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
+                 const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+                 CUstream stream);
 
 // Distinct experts the last routing of `tokens` tokens chose (for the memory floor).
 int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops::MoeShape& s,

@@ -28,8 +28,8 @@ def main():
     print("FP8 per-tensor, GEMM1 + GEMM2 kernel µs (CUDA-graph replay, weights rotated over three")
     print("copies so no launch finds its experts in L2), best tile of each kernel family among the")
     print("tuner's candidates. `swap-AB` and `normal` are the wgmma kernels' two orientations,")
-    print("`mixed` a swap-AB GEMM1 with a normal-orientation GEMM2, `mma` the mma.sync kernels of")
-    print("part 1; swap-AB FP8 GEMM1 tiles that read a per-call f16 copy of the tokens (docs/moe.md,")
+    print("`mixed` a swap-AB GEMM1 with a normal-orientation GEMM2, `mma` the mma.sync kernels")
+    print("(runtime/ops/moe_kernels.cpp); swap-AB FP8 GEMM1 tiles that read a per-call f16 copy of the tokens (docs/moe.md,")
     print("\"f16 tokens\") count in their family. `winner`: the family of the tune's fastest pair.")
     print(f"`table`: the GEMM µs of {sys.argv[2]} with the configuration of the table the dispatch")
     print("reads (docs/moe-configs-h200.json), `f16` where its GEMM1 reads f16 tokens.")
@@ -60,12 +60,14 @@ def main():
     print()
     print("GEMM µs with GEMM2 launched programmatically (PDL), without it, each GEMM alone, the")
     print("whole layer (routing through the top-k sum), fraction of the weight-streaming floor")
-    print("(distinct experts' bytes / 4.46 TB/s), and vLLM's Triton figure (KERNELS.md).")
+    print("(distinct experts' bytes / 4.46 TB/s), and vLLM's Triton figure on the same")
+    print("routing (KERNELS.md: " + (bench["peer"]["method"] + ", measured " + bench["peer"]["date"]
+          if isinstance(bench.get("peer"), dict) else "older report") + ").")
     copy = bench.get("measured_copy_bytes_per_s")
     if copy:  # reports from before the bench measured it have none
         print(f"This run's H200: {bench['machine']['date'][:16].replace('T', ' ')} UTC, a 1 GiB "
-              f"device-to-device copy at {copy * 1e-12:.2f} TB/s read + written (the pool's")
-        print("H200s differ: docs/bench/moe-decode-experiments-h200.txt, section 18).")
+              f"device-to-device copy at {copy * 1e-12:.2f} TB/s read + written (H200s of one")
+        print("pool differ in it, so each report records its machine's).")
     if "note" in bench:
         print(f"Runs: {bench['note']}.")
     print()
@@ -97,7 +99,8 @@ def print_routing_samples(rows, report, path):
     print("produced the peer figures, draws fresh router logits for every timed replay and reports")
     print(f"the mean. Here each T is also routed by {n} fresh samples (seeds 1..{n}), each timed as")
     print("above (GEMM1 + GEMM2 with PDL, weights rotated over three copies, so no warm L2), and the")
-    print("mean is compared with the peer. The fixed-routing columns are the same run's.")
+    print("mean is compared with the peer's mean over 20 routings. The fixed-routing columns are the")
+    print("same run's.")
     copy = report.get("measured_copy_bytes_per_s")
     print(f"From {path}: {report['machine']['date'][:16].replace('T', ' ')} UTC, copy rate "
           f"{copy * 1e-12:.2f} TB/s; the same kernels and table as the table above.")
@@ -107,7 +110,7 @@ def print_routing_samples(rows, report, path):
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         g = r["routing_samples"]
-        peer = r.get("peer_gemm_us")
+        peer = g.get("peer_gemm_us_mean")  # the peer's mean over its routings, never the fixed one
         ratio = f"{peer / g['gemm_us_mean']:.2f}" if peer else "-"
         print(f"| {r['model']} | {r['dtype']} | {r['tokens']} | {r['distinct_experts']} | "
               f"{r['gemm_us']:.1f} | {g['distinct_experts_mean']:.1f} | {g['gemm_us_mean']:.1f} | "
