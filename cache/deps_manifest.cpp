@@ -110,7 +110,7 @@ std::vector<DependencySet> read_layer(const LayerPaths& layer, const Digest128& 
 std::vector<DependencySet> read_dependency_sets(const DiskStore& store,
                                                 const Digest128& definition) {
   std::vector<DependencySet> sets;
-  for (const Layer& layer : readable_layers(store.options(), store.root_readable()))
+  for (const Layer& layer : readable_layers(store.options(), store.root_readable(), store.refused_layers()))
     for (DependencySet& set : read_layer(layer.paths, definition))
       sets.push_back(std::move(set));
   return sets;

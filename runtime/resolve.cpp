@@ -165,13 +165,17 @@ llvm::json::Object event_base(llvm::StringRef name, const Request& request) {
 
 // Remembers a variant for explanations and counts distinct values of exact parameters; emits a
 // storm event the first time one parameter passes the threshold.
-static void note_variant(Engine::Impl& engine, const Request& request) {
+// Only compiles count toward a storm: a process that loads its variants from disk or the remote
+// recompiles nothing, however many exact values it sees.
+enum class VariantOrigin { compiled, loaded };
+
+static void note_variant(Engine::Impl& engine, const Request& request, VariantOrigin origin) {
   KernelState& kernel = request.kernel;
   std::vector<std::pair<std::string, size_t>> storms;
   {
     std::lock_guard<std::mutex> lock(kernel.mutex);
     kernel.known.push_back({request.inputs, llvm::json::Object(request.variant)});
-    for (size_t i = 0; i < request.specs.size(); ++i) {
+    for (size_t i = 0; origin == VariantOrigin::compiled && i < request.specs.size(); ++i) {
       const ParamDef& param = kernel.def.params[i];
       if (param.policy.kind != PolicyKind::exact)
         continue;
@@ -223,7 +227,7 @@ static bool take_remote(Engine::Impl& engine, const Request& request,
     return false;
   fill_from_entry(found->entry, VariantSource::remote, out);
   engine.counters.remote_hits.fetch_add(1, std::memory_order_relaxed);
-  note_variant(engine, request);
+  note_variant(engine, request, VariantOrigin::loaded);
   return true;
 }
 
@@ -255,7 +259,7 @@ static bool try_disk(Engine::Impl& engine, const Request& request, Variant& out,
   event["layer"] = static_cast<int64_t>(result.hit->location.layer);
   event["arch"] = request.inputs.arch.name();
   engine.log.write(std::move(event));
-  note_variant(engine, request);
+  note_variant(engine, request, VariantOrigin::loaded);
   return true;
 }
 
@@ -457,7 +461,7 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   event["diff"] = std::move(explanation.diff);
   event["phase"] = phase;
   log.write(std::move(event));
-  note_variant(*this, request);
+  note_variant(*this, request, VariantOrigin::compiled);
   return llvm::Error::success();
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the benchmarks on a device host from a bundle made by
 # ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
-#   tools/gpu_run.sh [tests|bench|precompile|tp-startup|all]
+#   tools/gpu_run.sh [tests|bench|precompile|tp-startup|embed|all]
+# embed: the C ABI's and user kernels' GPU tests, the C-ABI launch benchmark and the Python
+# package (tools/gpu_python.sh against the prefix in .gpu/prefix).
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -25,6 +27,12 @@ fi
 if [[ $what == tp-startup || $what == all ]]; then
   # Eight ranks on every visible GPU (one GPU: all eight share it), cold then warm.
   "$bin/specjit-bench" tp-startup --ranks 8 --json "$out/tp-startup-h200.json" 2>&1
+fi
+if [[ $what == embed || $what == all ]]; then
+  "$bin/specjit_gpu_tests" -sf='*capi_gpu_test*,*cute_kernel_gpu_test*,*engine_gpu_test*' 2>&1 |
+    tee "$out/gpu_tests_embed.txt" | tail -25
+  "$bin/specjit-bench" capi --json "$out/capi-launch-h200.json" 2>&1
+  SPECJIT_PREFIX=$PWD/.gpu/prefix OUT=$out/python tools/gpu_python.sh 2>&1 | tail -60
 fi
 if [[ $what == precompile || $what == all ]]; then
   # The built-in default manifest, and a 50-variant manifest, at -j1 and -j<cores>.

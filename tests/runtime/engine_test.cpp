@@ -147,6 +147,27 @@ TEST_CASE("an exact parameter fed 20 values raises one storm event naming it") {
   CHECK(engine.stats().storms == 1);
 }
 
+TEST_CASE("a process that only loads exact variants from disk raises no storm") {
+  TempDir dir;
+  Config config = test::config_in(dir);
+  {
+    Engine engine(config);
+    KernelId kernel = add(engine, scale_tokens_kernel(Policy::exact()));
+    for (int64_t t = 1; t <= 12; ++t)
+      prepare_ok(engine, kernel, {128, t});
+    CHECK(engine.stats().storms == 1);
+  }
+  Engine reader(config);
+  KernelId kernel = add(reader, scale_tokens_kernel(Policy::exact()));
+  for (int64_t t = 1; t <= 12; ++t)
+    prepare_ok(reader, kernel, {128, t});
+  CHECK(reader.stats().disk_hits == 12);
+  CHECK(reader.stats().compiles == 0);
+  CHECK(reader.stats().storms == 0);
+  auto events = test::read_json_lines(dir / "events.jsonl");
+  CHECK(test::events_named(events, "storm", "scale_tokens").size() == 1); // the compiling one's
+}
+
 TEST_CASE("a flipped byte and a truncated entry are misses: moved aside, logged, recompiled") {
   TempDir dir;
   Config config = test::config_in(dir);
