@@ -5,6 +5,8 @@
 //   cmake -S examples/cpp -B build-cpp -DCMAKE_PREFIX_PATH=<prefix> && cmake --build build-cpp
 #include <specjit/specjit.hpp>
 
+#include <optional>
+
 #include <cstdio>
 
 namespace {
@@ -26,9 +28,11 @@ int main() try {
   specjit::Kernel kernel = engine.define(specjit::KernelSpec::from_text(
       "scale_rows", "scale_rows.cu", k_source, "scale_rows",
       {{"num_tokens", "dynamic"}, {"COLS", "exact"}}));
+  // num_tokens is dynamic: all 1,000 requests share one variant.
+  std::optional<specjit::Variant> variant;
   for (int64_t tokens = 1; tokens <= 1000; ++tokens)
-    kernel.prepare({tokens, 256});
-  specjit_variant_info info = kernel.prepare({1, 256}).info();
+    variant = kernel.prepare({tokens, 256});
+  specjit_variant_info info = variant->info();
   specjit_stats stats = engine.stats();
   std::printf("variant %s (%d registers)\n", info.name_expression, info.registers);
   std::printf("requests=%llu memory_hits=%llu disk_hits=%llu compiles=%llu failures=%llu\n",

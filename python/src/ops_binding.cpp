@@ -83,8 +83,14 @@ void TensorArg::read(nb::handle desc, const char* name) {
 }
 
 void bind_ops(nb::module_& m) {
-  m.def("op_inv_rope_fp8_quant", &inv_rope_fp8_quant);
-  m.def("op_fused_moe", &fused_moe);
+  // stream: None means torch's current stream; nanobind refuses None unless an argument says so.
+  m.def("op_inv_rope_fp8_quant", &inv_rope_fp8_quant, nb::arg("engine"), nb::arg("o"),
+        nb::arg("positions"), nb::arg("cos_sin_cache"), nb::arg("out_fp8"),
+        nb::arg("out_scales"), nb::arg("num_groups"), nb::arg("heads_per_group"),
+        nb::arg("stream").none());
+  m.def("op_fused_moe", &fused_moe, nb::arg("engine"), nb::arg("experts"), nb::arg("top_k"),
+        nb::arg("hidden"), nb::arg("intermediate"), nb::arg("renormalize"), nb::arg("tensors"),
+        nb::arg("stream").none());
   m.def("moe_workspace_bytes", &moe_workspace_bytes);
 }
 
