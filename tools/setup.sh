@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev)
+packages=(cmake ninja-build g++ llvm-dev libxxhash-dev libfmt-dev doctest-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
