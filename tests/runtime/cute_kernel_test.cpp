@@ -1,49 +1,17 @@
 // A CuTe kernel of our own (examples/cute/cute_scale.cu) compiled through the engine against
 // the CUTLASS headers of `pip install nvidia-cutlass` (SPECJIT_CUTLASS_INCLUDE; the test says
 // so and passes without them). Real NVRTC compiles, no GPU.
+#include "cute_kernel_support.h"
 #include "engine_fixture.h"
 
 #include "runtime/engine.h"
-
-#include <llvm/Support/FileSystem.h>
 
 using namespace specjit;
 using namespace specjit::runtime;
 using specjit::test::TempDir;
 
-namespace {
-
-// The CUTLASS include tree, or empty when not installed.
-std::string cutlass_include() {
-  auto config = Config::from_environment();
-  if (!config) {
-    llvm::consumeError(config.takeError());
-    return {};
-  }
-  std::string dir = config->cutlass_include;
-  if (dir.empty() || !llvm::sys::fs::exists(dir + "/cute/tensor.hpp"))
-    return {};
-  return dir;
-}
-
-KernelDef cute_kernel(const Config& config, const std::string& cutlass) {
-  KernelDef def;
-  def.id = "cute_scale";
-  def.source = KernelSource::from_file(SPECJIT_SOURCE_DIR "/examples/cute/cute_scale.cu");
-  def.function = "cute_scale";
-  def.params = {ParamDef::user("num_tokens", Policy::dynamic()),
-                ParamDef::user("tile_m", Policy::exact())};
-  def.include_dirs = {cutlass};
-  for (const std::string& dir : config.cuda_include_dirs())
-    def.include_dirs.push_back(dir);
-  def.options = {"--std=c++17", "-default-device"};
-  return def;
-}
-
-} // namespace
-
 TEST_CASE("a CuTe kernel compiles once for many token counts and a fresh engine reads it") {
-  std::string cutlass = cutlass_include();
+  std::string cutlass = test::cutlass_include();
   if (cutlass.empty()) {
     MESSAGE("SKIPPED: SPECJIT_CUTLASS_INCLUDE does not name a CUTLASS include tree");
     return;
@@ -51,7 +19,7 @@ TEST_CASE("a CuTe kernel compiles once for many token counts and a fresh engine 
   TempDir dir;
   Config config = test::config_in(dir);
   Engine engine(config);
-  auto id = engine.add_kernel(cute_kernel(config, cutlass));
+  auto id = engine.add_kernel(test::cute_kernel(config, cutlass));
   REQUIRE_MESSAGE(static_cast<bool>(id), llvm::toString(id.takeError()));
   const Variant* first = nullptr;
   for (int64_t tokens : {1, 7, 64, 129, 1000, 4096}) {
@@ -65,7 +33,7 @@ TEST_CASE("a CuTe kernel compiles once for many token counts and a fresh engine 
   CHECK(engine.stats().compiles == 1);
 
   Engine fresh(config);
-  auto fresh_id = fresh.add_kernel(cute_kernel(config, cutlass));
+  auto fresh_id = fresh.add_kernel(test::cute_kernel(config, cutlass));
   REQUIRE(static_cast<bool>(fresh_id));
   auto again = fresh.prepare(*fresh_id, {33, 16});
   REQUIRE_MESSAGE(static_cast<bool>(again), llvm::toString(again.takeError()));
