@@ -106,5 +106,6 @@ int run_engine_bench(int argc, char** argv);
 int run_recompile_trace(int argc, char** argv);
 int run_inv_rope_bench(int argc, char** argv);
 int run_moe_bench(int argc, char** argv);
+int run_byok_bench(int argc, char** argv);
 
 } // namespace specjit::bench

@@ -4,6 +4,7 @@
 //   specjit-bench inv-rope          the fused inverse-RoPE + FP8 quantization kernel
 //   specjit-bench moe               the fused MoE layer (and --tune: its tile table)
 //   specjit-bench moe-routing       the moe benchmark's routings and their token blocks (no GPU)
+//   specjit-bench byok              a CuTe kernel from source: compile and disk-ready time (no GPU)
 #include "bench_common.h"
 #include "moe_routing.h"
 
@@ -14,7 +15,7 @@
 int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing [flags]\n"
+    llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing|byok [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -29,7 +30,9 @@ int main(int argc, char** argv) {
     return run_moe_bench(argc, argv);
   if (mode == "moe-routing")
     return run_moe_routing(argc, argv);
+  if (mode == "byok")
+    return run_byok_bench(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
-               << "'; expected engine, recompile-trace, inv-rope, moe or moe-routing\n";
+               << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing or byok\n";
   return 2;
 }
