@@ -1,7 +1,7 @@
 // The CuTe kernel of examples/cute/cute_scale.cu as a KernelDef, for its CI and GPU tests.
 #pragma once
 
-#include "runtime/kernel_def.h"
+#include "examples/cute/cute_scale.h"
 #include "support/config.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -23,20 +23,9 @@ inline std::string cutlass_include() {
   return dir;
 }
 
-// cute_scale<TILE_M>(x, out, scale, num_tokens): num_tokens dynamic, tile_m exact.
 inline runtime::KernelDef cute_kernel(const Config& config, const std::string& cutlass) {
-  using namespace runtime;
-  KernelDef def;
-  def.id = "cute_scale";
-  def.source = KernelSource::from_file(SPECJIT_SOURCE_DIR "/examples/cute/cute_scale.cu");
-  def.function = "cute_scale";
-  def.params = {ParamDef::user("num_tokens", Policy::dynamic()),
-                ParamDef::user("tile_m", Policy::exact())};
-  def.include_dirs = {cutlass};
-  for (const std::string& dir : config.cuda_include_dirs())
-    def.include_dirs.push_back(dir);
-  def.options = {"--std=c++17", "-default-device"};
-  return def;
+  return examples::cute_scale_kernel(config, SPECJIT_SOURCE_DIR "/examples/cute/cute_scale.cu",
+                                     cutlass);
 }
 
 } // namespace specjit::test

@@ -4,6 +4,7 @@
 // No GPU: prepare() only.
 #include "bench_common.h"
 
+#include "examples/cute/cute_scale.h"
 #include "runtime/engine.h"
 
 #include <llvm/Support/FileSystem.h>
@@ -13,22 +14,6 @@
 namespace specjit::bench {
 
 namespace {
-
-runtime::KernelDef cute_kernel(const Config& config, const std::string& source,
-                               const std::string& cutlass) {
-  using namespace runtime;
-  KernelDef def;
-  def.id = "cute_scale";
-  def.source = KernelSource::from_file(source);
-  def.function = "cute_scale";
-  def.params = {ParamDef::user("num_tokens", Policy::dynamic()),
-                ParamDef::user("tile_m", Policy::exact())};
-  def.include_dirs = {cutlass};
-  for (const std::string& dir : config.cuda_include_dirs())
-    def.include_dirs.push_back(dir);
-  def.options = {"--std=c++17", "-default-device"};
-  return def;
-}
 
 // Headers in the newest dependency set of the (only) manifest under <root>/v1/deps.
 int64_t headers_checked(const std::string& root) {
@@ -77,7 +62,7 @@ int run_byok_bench(int argc, char** argv) {
   std::vector<double> compile_s;
   {
     runtime::Engine engine(config);
-    runtime::KernelId id = must(engine.add_kernel(cute_kernel(config, source, cutlass)), "define");
+    runtime::KernelId id = must(engine.add_kernel(examples::cute_scale_kernel(config, source, cutlass)), "define");
     for (int64_t tile : tiles) {
       auto start = std::chrono::steady_clock::now();
       must(engine.prepare(id, {128, tile}), "compile");
@@ -90,7 +75,7 @@ int run_byok_bench(int argc, char** argv) {
   for (int64_t i = 0; i < engines; ++i) {
     runtime::Engine engine(config);
     auto start = std::chrono::steady_clock::now();
-    runtime::KernelId id = must(engine.add_kernel(cute_kernel(config, source, cutlass)), "define");
+    runtime::KernelId id = must(engine.add_kernel(examples::cute_scale_kernel(config, source, cutlass)), "define");
     define_us.push_back(seconds_since(start) * 1e6);
     for (size_t t = 0; t < tiles.size(); ++t) {
       auto variant_start = std::chrono::steady_clock::now();
