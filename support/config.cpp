@@ -162,6 +162,7 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
   config.home = lookup("HOME").value_or("");
   config.cuda_home =
       lookup("SPECJIT_CUDA_HOME").value_or(lookup("CUDA_HOME").value_or("/usr/local/cuda"));
+  config.cutlass_include = lookup("SPECJIT_CUTLASS_INCLUDE").value_or("");
   // An empty variable means unset: a shell's `export X=` must not differ from no X.
   auto non_empty = [&](llvm::StringRef name) -> std::optional<std::string> {
     std::optional<std::string> value = lookup(name);

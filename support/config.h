@@ -52,6 +52,8 @@ struct Config {
   std::string xdg_cache_home;
   std::string home;
   std::string cuda_home; // SPECJIT_CUDA_HOME > CUDA_HOME > /usr/local/cuda
+  // SPECJIT_CUTLASS_INCLUDE: a CUTLASS/CuTe include tree (tests and benches); empty: none.
+  std::string cutlass_include;
 
   using Lookup = llvm::function_ref<std::optional<std::string>(llvm::StringRef name)>;
   // Reads the process environment. A malformed variable is an error naming it.

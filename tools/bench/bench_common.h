@@ -112,5 +112,6 @@ int run_inv_rope_bench(int argc, char** argv);
 int run_moe_bench(int argc, char** argv);
 int run_remote_bench(int argc, char** argv);
 int run_capi_bench(int argc, char** argv);
+int run_byok_bench(int argc, char** argv);
 
 } // namespace specjit::bench

@@ -7,6 +7,7 @@
 //   specjit-bench remote            the fleet tier on Redis: fresh node, cold fleet (no GPU)
 //   specjit-bench tp-startup        N tensor-parallel ranks starting at once on one cache
 //   specjit-bench capi              what the C ABI adds to a launch, against cuLaunchKernel
+//   specjit-bench byok              a CuTe kernel from source: compile and disk-ready time (no GPU)
 #include "bench_common.h"
 #include "moe_routing.h"
 #include "tp_startup.h"
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing|"
-                    "remote|tp-startup|capi [flags]\n"
+                    "remote|tp-startup|capi|byok [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -40,8 +41,10 @@ int main(int argc, char** argv) {
     return run_tp_startup(argc, argv);
   if (mode == "capi")
     return run_capi_bench(argc, argv);
+  if (mode == "byok")
+    return run_byok_bench(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
                << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing, remote, "
-                  "tp-startup or capi\n";
+                  "tp-startup, capi or byok\n";
   return 2;
 }
