@@ -160,7 +160,8 @@ typedef struct specjit_variant_info {
   const char* name_expression; /* e.g. "scale<128>" */
   const char* key;             /* the disk cache key, hex */
   const char* variant_json;    /* the template arguments as a JSON object */
-  int source;                  /* 0 compiled, 1 disk, 2 memory */
+  int source;                  /* how the variant reached this engine: 0 compiled, 1 disk,
+                                  3 remote (a later memory hit does not change it) */
   int registers;
   int spill_bytes;
   int shared_bytes;

@@ -130,7 +130,7 @@ void bind_kernel(nb::module_& m) {
       .def_ro("id", &NativeKernel::id)
       .def("prepare", [](NativeKernel& k, nb::handle v) { return lookup(k, v, specjit_kernel_prepare); })
       .def("get", [](NativeKernel& k, nb::handle v) { return lookup(k, v, specjit_kernel_get); })
-      .def("launch", &launch, nb::arg("values"), nb::arg("grid"), nb::arg("block"),
+      .def("launch", &launch, nb::arg("values").none(), nb::arg("grid"), nb::arg("block"),
            nb::arg("args"), nb::arg("shared_bytes") = 0, nb::arg("stream") = nb::none());
 }
 
