@@ -76,7 +76,10 @@ TEST_CASE("R4: flipped, truncated and swapped values in Redis are never loaded")
   REQUIRE(remote->set((*names)[1], values[1].substr(0, values[1].size() - 7), false).get());
   REQUIRE(remote->set((*names)[2], values[0], false).get()); // another key's valid value
   FleetRun run = finish_nodes(start_nodes(dir, "node", 2, first, last, log, server.url(), refs));
-  CHECK(run.remote_hits == 0);
+  // No planted value is used: every key is recompiled, once per key at least; a node that waited
+  // on the fleet lock may then take the value the compiling node pushed (a good one).
+  CHECK(run.compiles >= 3);
+  CHECK(run.compiles + run.remote_hits == 6);
   CHECK(run.corrupt_loads == 0);
   CHECK(run.failures == 0);
   CHECK(run.verified == 6);
