@@ -15,7 +15,9 @@ namespace {
 // The message lives until the thread's next failing call; `t_failed` says whether the last
 // call failed (a plain flag, so that the hot path's success costs one store).
 thread_local std::string t_message;
-thread_local bool t_failed = false;
+// initial-exec: the flag is written on every successful call (see runtime/engine.cpp's
+// t_slot_cache for why).
+[[gnu::tls_model("initial-exec")]] thread_local bool t_failed = false;
 
 specjit_status status_of_errc(Errc code) {
   switch (code) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace specjit::runtime {
 
 namespace {
@@ -61,7 +63,7 @@ Arch Engine::Impl::arch() {
 llvm::Error Engine::Impl::ensure_context() {
   // The launch path: this thread already made the engine's context current. (Serving runtimes
   // share the device's primary context, so switching back is rare.)
-  thread_local CUcontext current = nullptr;
+  [[gnu::tls_model("initial-exec")]] thread_local CUcontext current = nullptr; // see t_slot_cache
   CUcontext ctx = context.load(std::memory_order_acquire);
   if (ctx != nullptr && current == ctx)
     return llvm::Error::success();
@@ -284,11 +286,28 @@ struct CachedSlot {
   Slot* slot = nullptr;
 };
 constexpr size_t k_thread_cache_slots = 64;
-thread_local std::array<CachedSlot, k_thread_cache_slots> t_slot_cache;
+using SlotCache = std::array<CachedSlot, k_thread_cache_slots>;
+
+// The launch path's thread-locals are initial-exec: libspecjit.so is a shared library, where the
+// default model costs a __tls_get_addr call per access. Only a pointer (8 bytes) is static TLS,
+// as a library that Python loads with dlopen gets only glibc's small static-TLS reserve.
+[[gnu::tls_model("initial-exec")]] thread_local SlotCache* t_slot_cache = nullptr;
+
+// A thread's first lookup: the cache on the heap, freed when the thread exits.
+[[gnu::noinline]] SlotCache& allocate_slot_cache() {
+  struct Owner {
+    std::unique_ptr<SlotCache> cache = std::make_unique<SlotCache>();
+    ~Owner() { t_slot_cache = nullptr; }
+  };
+  thread_local Owner owner;
+  t_slot_cache = owner.cache.get();
+  return *t_slot_cache;
+}
 
 CachedSlot& thread_cache_entry(const VariantKey& key) {
   unsigned hash = llvm::DenseMapInfo<VariantKey>::getHashValue(key);
-  return t_slot_cache[hash % k_thread_cache_slots];
+  SlotCache* cache = t_slot_cache;
+  return (cache != nullptr ? *cache : allocate_slot_cache())[hash % k_thread_cache_slots];
 }
 
 } // namespace
@@ -403,12 +422,21 @@ namespace {
 // Dynamic shared memory past the 48 KB default needs the function's opt-in (launches and
 // occupancy queries alike).
 llvm::Error allow_shared_bytes(const Driver& drv, const Variant& variant, unsigned shared_bytes) {
-  if (shared_bytes <= 48 * 1024)
+  if (shared_bytes <= variant.shared_allowed.load(std::memory_order_acquire))
     return llvm::Error::success();
-  return drv.check(drv.cuFuncSetAttribute(variant.function,
-                                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          static_cast<int>(shared_bytes)),
-                   "cuFuncSetAttribute");
+  // Rare (once per variant and size): serialized, so the function's limit only ever rises and
+  // always equals shared_allowed.
+  static std::mutex raise_mutex;
+  std::lock_guard<std::mutex> lock(raise_mutex);
+  if (shared_bytes <= variant.shared_allowed.load(std::memory_order_relaxed))
+    return llvm::Error::success();
+  if (auto err = drv.check(drv.cuFuncSetAttribute(variant.function,
+                                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                  static_cast<int>(shared_bytes)),
+                           "cuFuncSetAttribute"))
+    return err;
+  variant.shared_allowed.store(shared_bytes, std::memory_order_release);
+  return llvm::Error::success();
 }
 } // namespace
 

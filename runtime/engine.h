@@ -61,6 +61,9 @@ struct Variant {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::vector<size_t> param_sizes; // from cuFuncGetParamInfo, checked by launch()
+  // The largest dynamic shared memory a launch has been allowed (cuFuncSetAttribute, which
+  // costs a driver call): a launch asking no more skips it.
+  mutable std::atomic<unsigned> shared_allowed{48 * 1024};
 };
 
 struct LaunchConfig {

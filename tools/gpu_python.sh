@@ -21,9 +21,15 @@ run() { # name, command...: output to $out/name.txt, status remembered
   echo "== $name: $*"
   "$@" 2>&1 | tee "$out/$name.txt"
   local rc=${PIPESTATUS[0]}
-  ((rc == 0)) || { echo "== $name: exit $rc"; status=1; }
+  ((rc == 0)) || { echo "== $name: exit $rc" | tee -a "$out/$name.txt"; status=1; }
 }
-run pytest-gpu "$python" -m pytest tests/python -m gpu -rs -v -p no:cacheprovider
+run pytest-gpu "$python" -X faulthandler -m pytest tests/python -m gpu -rs -v -p no:cacheprovider
+# A crash after the tests (at interpreter exit) shows only as the exit status: get the native
+# stack where gdb is installed.
+if grep -q "exit 1[0-9][0-9]" <<<"$(tail -1 "$out/pytest-gpu.txt")" && command -v gdb >/dev/null; then
+  gdb -q -batch -ex run -ex bt -ex "thread apply all bt 12" --args "$python" -m pytest \
+    tests/python -m gpu -q -p no:cacheprovider >"$out/pytest-gpu-gdb.txt" 2>&1 || true
+fi
 run pytest-all "$python" -m pytest tests/python -rs -q -p no:cacheprovider
 run bench-launch "$python" tools/bench/python_launch.py --json "$out/python-launch-h200.json"
 run bench-first-launch "$python" tools/bench/python_first_launch.py \

@@ -8,10 +8,12 @@ namespace nb = nanobind;
 using namespace specjit::python;
 
 namespace {
-// specjit.errors.from_status(code, message) -> exception instance; set at import.
+// specjit.errors.from_status(code, message) -> exception instance; set at import. Never
+// destroyed: a static nb::object would be released by C++'s exit-time destructors, after the
+// interpreter has been finalized.
 nb::object& error_factory() {
-  static nb::object factory;
-  return factory;
+  static nb::object* factory = new nb::object();
+  return *factory;
 }
 } // namespace
 
