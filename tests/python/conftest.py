@@ -31,6 +31,18 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+def _has_device() -> bool:
+    """A CUDA driver with at least one device (torch or not)."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and \
+        count.value > 0
+
+
 def _runtime_sources_missing() -> str | None:
     """The library's message when it cannot define kernels from run-time source yet."""
     import specjit
@@ -61,11 +73,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "runtime_sources: defines kernels from run-time source "
                             "(skips as [runtime_sources] where libspecjit cannot)")
     config.addinivalue_line("markers", "gpu: needs torch and a CUDA device (skips as [gpu])")
+    config.addinivalue_line("markers", "nodevice: checks the behaviour without a CUDA device "
+                            "(skips as [nodevice] where one is present)")
 
 
 def pytest_collection_modifyitems(config, items):
     has_torch = _has_torch()
     has_gpu = has_torch and _has_gpu()
+    has_device = _has_device()
     missing = _runtime_sources_missing()
     broken = _settings_broken()
     for item in items:
@@ -74,6 +89,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"[settings] {broken}"))
         if "runtime_sources" in item.keywords and missing:
             item.add_marker(pytest.mark.skip(reason=f"[runtime_sources] {missing}"))
+        if "nodevice" in item.keywords and has_device:
+            item.add_marker(pytest.mark.skip(reason="[nodevice] a CUDA device is present; "
+                                             "the gpu tests launch for real"))
         if "gpu" in item.keywords and not has_gpu:
             item.add_marker(pytest.mark.skip(reason="[gpu] needs torch with a CUDA device"))
         elif "torch" in item.keywords and not has_torch:
@@ -102,7 +120,12 @@ def scale_kernel(engine):
 
 def run_python(code: str, env_extra: dict | None = None) -> str:
     """Runs ``code`` in a fresh interpreter (this one's), returns its stdout; fails loudly."""
-    env = dict(os.environ, **(env_extra or {}))
+    env = dict(os.environ)
+    for name, value in (env_extra or {}).items():
+        # PYTHONPATH is extended, never replaced: the package may be installed through it.
+        if name == "PYTHONPATH" and env.get(name):
+            value = value + os.pathsep + env[name]
+        env[name] = value
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=env, timeout=300)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
