@@ -29,7 +29,7 @@ uint64_t next_instance_id() {
 } // namespace
 
 Engine::Impl::Impl(const Config& config_in)
-    : config(config_in), instance_id(next_instance_id()), store(store_options(config_in)),
+    : instance_id(next_instance_id()), config(config_in), store(store_options(config_in)),
       log(config_in.log_path(), config_in.log_max_bytes.value,
           in_root_log_opener(config_in, store)),
       remote(open_remote_tier(config_in, log)) {
@@ -110,6 +110,9 @@ llvm::Error Engine::Impl::load(Slot& slot) {
       break;
     v.param_sizes.push_back(size);
   }
+  v.param_count = static_cast<uint32_t>(v.param_sizes.size());
+  for (size_t i = 0; i < v.param_sizes.size() && i < Variant::k_inline_params; ++i)
+    v.inline_sizes[i] = static_cast<uint16_t>(v.param_sizes[i]); // a parameter is <= 32 KB
   slot.loaded.store(true, std::memory_order_release);
   return llvm::Error::success();
 }
@@ -146,6 +149,9 @@ llvm::Expected<KernelId> Engine::add_kernel(const KernelDef& def) {
   if (!prepared)
     return prepared.takeError();
   auto state = std::make_unique<KernelState>();
+  state->param_count = static_cast<uint32_t>(def.params.size()); // <= k_max_params: validated
+  for (size_t i = 0; i < def.params.size(); ++i)
+    state->kinds[i] = def.params[i].policy.kind;
   state->def = def;
   state->source_digest = prepared->definition_digest;
   state->prepared = std::move(*prepared);
@@ -176,27 +182,29 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
 
 bool Engine::Impl::make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, VariantKey& key,
                             llvm::Error* error) {
-  const KernelDef& def = this->kernel(kernel).def;
-  if (values.size() != def.params.size()) {
+  const KernelState& state = this->kernel(kernel);
+  if (values.size() != state.param_count) {
     if (error)
       *error = make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
-                          def.id, def.params.size(), values.size());
+                          state.def.id, state.param_count, values.size());
     return false;
   }
-  // The hot path builds the key's words directly (dynamic and exact inline); anything else,
-  // and every invalid value, goes through specialize() for the full mapping or the message.
+  // The hot path builds the key's words directly (dynamic and exact inline, from the kinds'
+  // cache line); anything else, and every invalid value, goes through specialize() for the
+  // full mapping or the message.
   key = VariantKey{kernel.index, static_cast<uint32_t>(values.size()), {}};
   for (size_t i = 0; i < values.size(); ++i) {
-    const Policy& policy = def.params[i].policy;
     int64_t value = values[i];
-    if (value >= 0 && value < k_spec_base && policy.kind == PolicyKind::dynamic) {
+    if (value >= 0 && value < k_spec_base && state.kinds[i] == PolicyKind::dynamic) {
       key.words[i] = 0;
       continue;
     }
-    if (value >= 0 && value < k_spec_base && policy.kind == PolicyKind::exact) {
+    if (value >= 0 && value < k_spec_base && state.kinds[i] == PolicyKind::exact) {
       key.words[i] = SpecValue{SpecKind::exact, value}.word();
       continue;
     }
+    const KernelDef& def = state.def;
+    const Policy& policy = def.params[i].policy;
     auto spec = specialize(policy, value);
     if (!spec) {
       if (error)
@@ -280,10 +288,10 @@ namespace {
 // costs a hash and a compare, no lock and no reference count. Entries name the engine by its
 // process-unique instance id, so a later engine (even at the same address) never matches;
 // ready slots live as long as their engine.
-struct CachedSlot {
+struct alignas(64) CachedSlot {
   uint64_t engine = 0;
-  VariantKey key;
   Slot* slot = nullptr;
+  VariantKey key; // last: with up to 5 parameters a hit reads one cache line
 };
 constexpr size_t k_thread_cache_slots = 64;
 using SlotCache = std::array<CachedSlot, k_thread_cache_slots>;
@@ -320,7 +328,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
   }
   auto remember = [&](llvm::Expected<Slot*> found) -> llvm::Expected<Slot*> {
     if (found)
-      cached = CachedSlot{instance_id, key, *found};
+      cached = CachedSlot{instance_id, *found, key};
     return found;
   };
 
@@ -385,7 +393,7 @@ Slot* Engine::Impl::find_ready(const VariantKey& key) {
   auto it = slots.find(key);
   if (it == slots.end() || it->second->state.load(std::memory_order_acquire) != Slot::State::ready)
     return nullptr;
-  cached = CachedSlot{instance_id, key, it->second.get()};
+  cached = CachedSlot{instance_id, it->second.get(), key};
   return it->second.get();
 }
 
@@ -447,9 +455,13 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
     return make_error(Errc::invalid_argument,
                       "kernel {} variant {} is not loaded: get it with Engine::get() first",
                       variant.kernel_name, variant.name_expression);
-  bool sizes_match = count == variant.param_sizes.size();
-  for (size_t i = 0; sizes_match && i < count; ++i)
-    sizes_match = sizes[i] == variant.param_sizes[i];
+  bool sizes_match = count == variant.param_count;
+  if (count <= Variant::k_inline_params)
+    for (size_t i = 0; sizes_match && i < count; ++i)
+      sizes_match = sizes[i] == variant.inline_sizes[i];
+  else
+    for (size_t i = 0; sizes_match && i < count; ++i)
+      sizes_match = sizes[i] == variant.param_sizes[i];
   if (!sizes_match) {
     std::string passed, expected;
     for (size_t i = 0; i < count; ++i)

@@ -38,9 +38,18 @@ struct KernelId {
 
 enum class VariantSource : uint8_t { compiled, disk, memory, remote };
 
-// One compiled variant. Immutable once published by the engine, except `function`, which is
-// set once when the module is loaded.
+// One compiled variant. Immutable once published by the engine, except its loaded state, set
+// once when the module is loaded, and `shared_allowed`.
 struct Variant {
+  // What every launch reads, first and together (one cache line): the function, the parameter
+  // sizes it checks the arguments against, the shared memory it may use.
+  CUfunction function = nullptr; // set once when the module is loaded (get())
+  // The largest dynamic shared memory a launch has been allowed (cuFuncSetAttribute, which
+  // costs a driver call): a launch asking no more skips it.
+  mutable std::atomic<unsigned> shared_allowed{48 * 1024};
+  uint32_t param_count = 0; // == param_sizes.size()
+  static constexpr size_t k_inline_params = 20;
+  std::array<uint16_t, k_inline_params> inline_sizes{}; // param_sizes, when all fit
   KernelId kernel;
   std::string kernel_name;
   std::string name_expression;
@@ -59,11 +68,7 @@ struct Variant {
   std::string not_saved;
   // Loaded state (get()):
   CUmodule module = nullptr;
-  CUfunction function = nullptr;
   std::vector<size_t> param_sizes; // from cuFuncGetParamInfo, checked by launch()
-  // The largest dynamic shared memory a launch has been allowed (cuFuncSetAttribute, which
-  // costs a driver call): a launch asking no more skips it.
-  mutable std::atomic<unsigned> shared_allowed{48 * 1024};
 };
 
 struct LaunchConfig {

@@ -33,6 +33,9 @@ struct KnownVariant {
 };
 
 struct KernelState {
+  // The launch path's view of the policies (make_key): one cache line, not the definition's.
+  uint32_t param_count = 0;
+  std::array<PolicyKind, k_max_params> kinds{};
   KernelDef def;
   PreparedSource prepared;
   Digest128 source_digest;
@@ -51,15 +54,17 @@ struct KernelState {
 };
 
 // One variant's place in the memory tier. The first requester resolves it; the others wait.
-struct Slot {
+// The launch path reads `state`, `loaded` and the variant's launch fields: they come first, in
+// the slot's first cache line.
+struct alignas(64) Slot {
   enum class State { pending, ready, failed };
+  std::atomic<State> state{State::pending}; // read without `mutex` on the hot path
+  std::atomic<bool> loaded{false};          // module loaded; set once under `mutex`
+  Variant variant;
   std::mutex mutex;
   std::condition_variable changed;
-  std::atomic<State> state{State::pending}; // read without `mutex` on the hot path
   std::string failure;
   std::optional<Errc> failure_code; // the failure's kind, for the callers that waited for it
-  Variant variant;
-  std::atomic<bool> loaded{false}; // module loaded; set once under `mutex`
 };
 
 struct Counters {
@@ -82,15 +87,18 @@ struct Counters {
 
 inline constexpr size_t k_max_kernels = 1024;
 
-struct Engine::Impl {
+struct alignas(64) Engine::Impl {
   explicit Impl(const Config& config);
 
-  Config config;
+  // The launch path's fields first, in one cache line: the instance (the thread caches'
+  // check), the context, the counters (memory_hits first).
   uint64_t instance_id;
+  std::atomic<CUcontext> context{nullptr};
+  Counters counters;
+  Config config;
   cache::DiskStore store;
   EventLog log;
   std::unique_ptr<RemoteTier> remote; // the fleet tier; nullptr: none configured
-  Counters counters;
   std::atomic<bool> sealed{false};
 
   std::mutex kernels_mutex; // serializes add_kernel; readers index the array directly
@@ -104,7 +112,6 @@ struct Engine::Impl {
   Arch target_arch;
 
   std::mutex context_mutex; // serializes retaining the primary context
-  std::atomic<CUcontext> context{nullptr};
 
   KernelState& kernel(KernelId id) { return *kernels[id.index]; }
   // The memory tier: the slot for these values, resolved (by this thread or another).
