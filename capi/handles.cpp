@@ -157,25 +157,21 @@ llvm::Error kernel_check_failed(const specjit_kernel* kernel, const char* functi
                     function, identify(kernel));
 }
 
-llvm::Error check_variant(const specjit_variant* variant, const char* function) {
+llvm::Error variant_check_failed(const specjit_variant* variant, const char* function) {
   if (variant == nullptr)
     return make_error(Errc::invalid_argument, "{}: variant is NULL", function);
-  if (variant->tag.load(std::memory_order_relaxed) == static_cast<uint32_t>(HandleTag::variant))
-    return llvm::Error::success();
   return make_error(Errc::invalid_argument, "{}: variant is {}, not a live specjit_variant",
                     function, identify(variant));
 }
 
-llvm::Error check_struct(const void* pointer, size_t struct_size, size_t minimum,
-                         const char* function, const char* argument) {
+llvm::Error struct_check_failed(const void* pointer, size_t struct_size, size_t minimum,
+                                const char* function, const char* argument) {
   if (pointer == nullptr)
     return make_error(Errc::invalid_argument, "{}: {} is NULL", function, argument);
-  if (struct_size < minimum)
-    return make_error(Errc::invalid_argument,
-                      "{}: {}->struct_size is {}, smaller than the {} bytes of its first version "
-                      "(set it to sizeof the struct)",
-                      function, argument, struct_size, minimum);
-  return llvm::Error::success();
+  return make_error(Errc::invalid_argument,
+                    "{}: {}->struct_size is {}, smaller than the {} bytes of its first version "
+                    "(set it to sizeof the struct)",
+                    function, argument, struct_size, minimum);
 }
 
 } // namespace specjit::capi

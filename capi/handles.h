@@ -85,8 +85,14 @@ specjit_variant* variant_handle(specjit_kernel& kernel, const runtime::Variant& 
 // The checks every entry point starts with: an error naming `function` and the argument.
 llvm::Error check_engine(const specjit_engine* engine, const char* function);
 llvm::Error check_settings(const specjit_settings* settings, const char* function);
-llvm::Error check_variant(const specjit_variant* variant, const char* function);
-// The hot path's check: inline, one load.
+// The hot path's checks: inline, one load.
+llvm::Error variant_check_failed(const specjit_variant* variant, const char* function);
+inline llvm::Error check_variant(const specjit_variant* variant, const char* function) {
+  if (variant != nullptr && variant->tag.load(std::memory_order_relaxed) ==
+                                static_cast<uint32_t>(HandleTag::variant)) [[likely]]
+    return llvm::Error::success();
+  return variant_check_failed(variant, function);
+}
 llvm::Error kernel_check_failed(const specjit_kernel* kernel, const char* function);
 inline llvm::Error check_kernel(const specjit_kernel* kernel, const char* function) {
   if (kernel != nullptr && kernel->tag.load(std::memory_order_relaxed) ==
@@ -96,7 +102,13 @@ inline llvm::Error check_kernel(const specjit_kernel* kernel, const char* functi
 }
 
 // A caller-filled struct: non-NULL and its struct_size covers the first version's fields.
-llvm::Error check_struct(const void* pointer, size_t struct_size, size_t minimum,
-                         const char* function, const char* argument);
+llvm::Error struct_check_failed(const void* pointer, size_t struct_size, size_t minimum,
+                                const char* function, const char* argument);
+inline llvm::Error check_struct(const void* pointer, size_t struct_size, size_t minimum,
+                                const char* function, const char* argument) {
+  if (pointer != nullptr && struct_size >= minimum) [[likely]]
+    return llvm::Error::success();
+  return struct_check_failed(pointer, struct_size, minimum, function, argument);
+}
 
 } // namespace specjit::capi

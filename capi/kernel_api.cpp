@@ -34,26 +34,39 @@ llvm::Error check_arguments(void* const* args, const size_t* sizes, size_t count
   return llvm::Error::success();
 }
 
-// The launch's configuration and packed arguments, checked.
-llvm::Expected<runtime::LaunchConfig> launch_config(const specjit_launch_config* config,
-                                                    void* const* args, const size_t* sizes,
-                                                    size_t arg_count, const char* function) {
+// The launch's configuration and packed arguments, checked: the messages, when a check fails.
+llvm::Error launch_config_error(const specjit_launch_config* config, void* const* args,
+                                const size_t* sizes, size_t arg_count, const char* function) {
   if (auto err = check_arguments(args, sizes, arg_count, function))
     return err;
   if (auto err = check_struct(config, config ? config->struct_size : 0,
                               sizeof(specjit_launch_config), function, "config"))
     return err;
-  runtime::LaunchConfig launch;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3; ++i)
     if (config->grid[i] == 0 || config->block[i] == 0)
       return make_error(Errc::invalid_argument, "{}: config->{}[{}] is 0", function,
                         config->grid[i] == 0 ? "grid" : "block", i);
-    launch.grid[i] = config->grid[i];
-    launch.block[i] = config->block[i];
+  return make_error(Errc::invalid_argument, "{}: the launch configuration was refused", function);
+}
+
+// The launch path's form: true and `out` filled when every check passes (no error built).
+inline bool launch_config(const specjit_launch_config* config, void* const* args,
+                          const size_t* sizes, size_t arg_count, runtime::LaunchConfig& out) {
+  if (config == nullptr || config->struct_size < sizeof(specjit_launch_config))
+    return false;
+  if (arg_count > 0 && (args == nullptr || sizes == nullptr))
+    return false;
+  bool ok = true;
+  for (size_t i = 0; i < arg_count; ++i)
+    ok &= args[i] != nullptr;
+  for (int i = 0; i < 3; ++i) {
+    ok &= config->grid[i] != 0 && config->block[i] != 0;
+    out.grid[i] = config->grid[i];
+    out.block[i] = config->block[i];
   }
-  launch.shared_bytes = config->shared_bytes;
-  launch.stream = static_cast<CUstream>(config->stream);
-  return launch;
+  out.shared_bytes = config->shared_bytes;
+  out.stream = static_cast<CUstream>(config->stream);
+  return ok;
 }
 
 using Resolve = llvm::Expected<const runtime::Variant*> (runtime::Engine::*)(
@@ -145,15 +158,15 @@ specjit_status specjit_variant_launch(const specjit_variant* variant,
   constexpr const char* function = "specjit_variant_launch";
   if (auto err = check_variant(variant, function))
     return finish(std::move(err));
-  auto launch = launch_config(config, args, sizes, arg_count, function);
-  if (!launch)
-    return finish(launch.takeError());
+  runtime::LaunchConfig launch;
+  if (!launch_config(config, args, sizes, arg_count, launch)) [[unlikely]]
+    return finish(launch_config_error(config, args, sizes, arg_count, function));
   runtime::Engine& engine = *variant->kernel->engine;
   // A variant from prepare() has no module yet: launch_packed says so.
   if (variant->variant->function != nullptr)
     if (auto err = engine.make_context_current())
       return finish(std::move(err));
-  return finish(engine.launch_packed(*variant->variant, *launch,
+  return finish(engine.launch_packed(*variant->variant, launch,
                                      const_cast<const void* const*>(args), sizes, arg_count));
 }
 
@@ -163,9 +176,9 @@ specjit_status specjit_kernel_launch(specjit_kernel* kernel, const int64_t* valu
   constexpr const char* function = "specjit_kernel_launch";
   if (auto err = check_kernel(kernel, function))
     return finish(std::move(err));
-  auto launch = launch_config(config, args, sizes, arg_count, function);
-  if (!launch)
-    return finish(launch.takeError());
+  runtime::LaunchConfig launch;
+  if (!launch_config(config, args, sizes, arg_count, launch)) [[unlikely]]
+    return finish(launch_config_error(config, args, sizes, arg_count, function));
   if (auto err = check_values(kernel, values, value_count, function))
     return finish(std::move(err));
   runtime::Engine& engine = *kernel->engine;
@@ -173,14 +186,14 @@ specjit_status specjit_kernel_launch(specjit_kernel* kernel, const int64_t* valu
   // The hot path: a ready, loaded variant; no driver call before the launch itself.
   const runtime::Variant* variant = engine.find_loaded(kernel->id, list);
   if (variant == nullptr) {
-    if (auto err = refuse_while_capturing(*kernel, list, launch->stream, function))
+    if (auto err = refuse_while_capturing(*kernel, list, launch.stream, function))
       return finish(std::move(err));
     auto found = engine.get(kernel->id, list);
     if (!found)
       return finish(found.takeError());
     variant = *found;
   }
-  return finish(engine.launch_packed(*variant, *launch, const_cast<const void* const*>(args),
+  return finish(engine.launch_packed(*variant, launch, const_cast<const void* const*>(args),
                                      sizes, arg_count));
 }
 

@@ -15,9 +15,7 @@ namespace {
 // The message lives until the thread's next failing call; `t_failed` says whether the last
 // call failed (a plain flag, so that the hot path's success costs one store).
 thread_local std::string t_message;
-// initial-exec: the flag is written on every successful call (see runtime/engine.cpp's
-// t_slot_cache for why).
-[[gnu::tls_model("initial-exec")]] thread_local bool t_failed = false;
+
 
 specjit_status status_of_errc(Errc code) {
   switch (code) {
@@ -60,11 +58,9 @@ specjit_status status_of(const llvm::ErrorInfoBase& error) {
   return SPECJIT_ERROR_INTERNAL;
 }
 
-specjit_status finish(llvm::Error error) {
-  if (!error) {
-    succeed();
-    return SPECJIT_OK;
-  }
+[[gnu::tls_model("initial-exec")]] thread_local bool t_failed = false;
+
+specjit_status finish_failure(llvm::Error error) {
   specjit_status status = SPECJIT_ERROR_INTERNAL;
   bool first = true;
   std::string message;

@@ -22,9 +22,7 @@ std::error_code CudaError::convertToErrorCode() const {
   return std::make_error_code(std::errc::io_error);
 }
 
-llvm::Error Driver::check(CUresult result, const char* api) const {
-  if (result == CUDA_SUCCESS)
-    return llvm::Error::success();
+llvm::Error Driver::failure(CUresult result, const char* api) const {
   const char* name = nullptr;
   const char* text = nullptr;
   if (cuGetErrorName != nullptr)
@@ -86,6 +84,8 @@ llvm::Expected<const Driver&> driver() {
     return llvm::make_error<DriverUnavailable>(loaded.error);
   return loaded.table;
 }
+
+const Driver& loaded_driver_table() { return loaded_driver().table; }
 
 bool device_available() {
   auto drv = driver();

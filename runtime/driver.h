@@ -44,12 +44,21 @@ struct Driver {
 #undef SPECJIT_DRIVER_FUNCTION
 
   // Wraps a CUresult in exactly one place: success, or a CudaError naming `api`.
-  llvm::Error check(CUresult result, const char* api) const;
+  llvm::Error check(CUresult result, const char* api) const {
+    if (result == CUDA_SUCCESS) [[likely]]
+      return llvm::Error::success();
+    return failure(result, api);
+  }
+  llvm::Error failure(CUresult result, const char* api) const; // the CudaError
 };
 
 // The process-wide driver: dlopen + cuInit on the first call; later calls return the same
 // table (or the same error). Thread-safe.
 llvm::Expected<const Driver&> driver();
+
+// The table, once driver() has succeeded (a loaded module proves it): the launch path's
+// accessor, without driver()'s checks.
+const Driver& loaded_driver_table();
 
 // True when a driver loads and reports at least one device. Never fails.
 bool device_available();

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <memory>
 
 namespace specjit::runtime {
@@ -60,13 +61,22 @@ Arch Engine::Impl::arch() {
   return target_arch;
 }
 
+namespace {
+// The context this thread made current last (initial-exec: see t_slot_cache).
+[[gnu::tls_model("initial-exec")]] thread_local CUcontext t_current_context = nullptr;
+} // namespace
+
 llvm::Error Engine::Impl::ensure_context() {
   // The launch path: this thread already made the engine's context current. (Serving runtimes
   // share the device's primary context, so switching back is rare.)
-  [[gnu::tls_model("initial-exec")]] thread_local CUcontext current = nullptr; // see t_slot_cache
   CUcontext ctx = context.load(std::memory_order_acquire);
-  if (ctx != nullptr && current == ctx)
+  if (ctx != nullptr && t_current_context == ctx) [[likely]]
     return llvm::Error::success();
+  return make_context_current_slow();
+}
+
+llvm::Error Engine::Impl::make_context_current_slow() {
+  CUcontext ctx = context.load(std::memory_order_acquire);
   auto drv = driver();
   if (!drv)
     return drv.takeError();
@@ -86,7 +96,7 @@ llvm::Error Engine::Impl::ensure_context() {
   }
   if (auto err = drv->check(drv->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"))
     return err;
-  current = ctx;
+  t_current_context = ctx;
   return llvm::Error::success();
 }
 
@@ -112,7 +122,7 @@ llvm::Error Engine::Impl::load(Slot& slot) {
   }
   v.param_count = static_cast<uint32_t>(v.param_sizes.size());
   for (size_t i = 0; i < v.param_sizes.size() && i < Variant::k_inline_params; ++i)
-    v.inline_sizes[i] = static_cast<uint16_t>(v.param_sizes[i]); // a parameter is <= 32 KB
+    v.inline_sizes[i] = v.param_sizes[i];
   slot.loaded.store(true, std::memory_order_release);
   return llvm::Error::success();
 }
@@ -429,9 +439,15 @@ llvm::Expected<const Variant*> Engine::get(KernelId kernel, llvm::ArrayRef<int64
 namespace {
 // Dynamic shared memory past the 48 KB default needs the function's opt-in (launches and
 // occupancy queries alike).
-llvm::Error allow_shared_bytes(const Driver& drv, const Variant& variant, unsigned shared_bytes) {
-  if (shared_bytes <= variant.shared_allowed.load(std::memory_order_acquire))
+llvm::Error raise_shared_bytes(const Driver& drv, const Variant& variant, unsigned shared_bytes);
+inline llvm::Error allow_shared_bytes(const Driver& drv, const Variant& variant,
+                                      unsigned shared_bytes) {
+  if (shared_bytes <= variant.shared_allowed.load(std::memory_order_acquire)) [[likely]]
     return llvm::Error::success();
+  return raise_shared_bytes(drv, variant, shared_bytes);
+}
+
+llvm::Error raise_shared_bytes(const Driver& drv, const Variant& variant, unsigned shared_bytes) {
   // Rare (once per variant and size): serialized, so the function's limit only ever rises and
   // always equals shared_allowed.
   static std::mutex raise_mutex;
@@ -455,13 +471,13 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
     return make_error(Errc::invalid_argument,
                       "kernel {} variant {} is not loaded: get it with Engine::get() first",
                       variant.kernel_name, variant.name_expression);
-  bool sizes_match = count == variant.param_count;
-  if (count <= Variant::k_inline_params)
-    for (size_t i = 0; sizes_match && i < count; ++i)
-      sizes_match = sizes[i] == variant.inline_sizes[i];
-  else
-    for (size_t i = 0; sizes_match && i < count; ++i)
-      sizes_match = sizes[i] == variant.param_sizes[i];
+  bool sizes_match =
+      count == variant.param_count &&
+      (count == 0 ||
+       std::memcmp(sizes,
+                   count <= Variant::k_inline_params ? variant.inline_sizes.data()
+                                                     : variant.param_sizes.data(),
+                   count * sizeof(size_t)) == 0);
   if (!sizes_match) {
     std::string passed, expected;
     for (size_t i = 0; i < count; ++i)
@@ -472,7 +488,7 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
                       "kernel {} ({}) takes parameters of sizes [{}] bytes; the launch passed [{}]",
                       variant.kernel_name, variant.name_expression, expected, passed);
   }
-  const Driver& drv = *driver(); // loaded: the variant has a function
+  const Driver& drv = loaded_driver_table(); // loaded: the variant has a function
   if (auto err = allow_shared_bytes(drv, variant, config.shared_bytes))
     return err;
   if (config.cluster_x > 1 && config.grid[0] % config.cluster_x != 0)

@@ -48,8 +48,8 @@ struct Variant {
   // costs a driver call): a launch asking no more skips it.
   mutable std::atomic<unsigned> shared_allowed{48 * 1024};
   uint32_t param_count = 0; // == param_sizes.size()
-  static constexpr size_t k_inline_params = 20;
-  std::array<uint16_t, k_inline_params> inline_sizes{}; // param_sizes, when all fit
+  static constexpr size_t k_inline_params = 12;
+  std::array<size_t, k_inline_params> inline_sizes{}; // param_sizes, when all fit
   KernelId kernel;
   std::string kernel_name;
   std::string name_expression;

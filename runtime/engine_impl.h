@@ -134,7 +134,9 @@ struct alignas(64) Engine::Impl {
   llvm::Expected<Digest128> record_dependencies(KernelState& kernel,
                                                 llvm::ArrayRef<std::string> included_files);
   llvm::Error publish_dependencies(KernelState& kernel);
+  // The engine's context current on this thread: a thread-local compare on the launch path.
   llvm::Error ensure_context();
+  llvm::Error make_context_current_slow(); // retains the primary context, sets it current
 };
 
 } // namespace specjit::runtime

@@ -1,0 +1,25 @@
+/* The driver functions the probe's path never calls: present, as the library resolves every
+ * symbol at load. Kept apart from cuda.h's prototypes (their symbol names, as cuda.h maps
+ * them). */
+#define UNUSED(name) int name(void) { return 801; /* CUDA_ERROR_NOT_SUPPORTED */ }
+UNUSED(cuMemcpyHtoD_v2)
+UNUSED(cuMemcpyDtoH_v2)
+UNUSED(cuMemcpyDtoD_v2)
+UNUSED(cuMemcpyDtoDAsync_v2)
+UNUSED(cuMemsetD8_v2)
+UNUSED(cuMemsetD32_v2)
+UNUSED(cuStreamCreate)
+UNUSED(cuStreamDestroy_v2)
+UNUSED(cuStreamSynchronize)
+UNUSED(cuStreamBeginCapture_v2)
+UNUSED(cuStreamEndCapture)
+UNUSED(cuGraphInstantiateWithFlags)
+UNUSED(cuGraphLaunch)
+UNUSED(cuGraphExecDestroy)
+UNUSED(cuGraphDestroy)
+UNUSED(cuEventCreate)
+UNUSED(cuEventDestroy_v2)
+UNUSED(cuEventRecord)
+UNUSED(cuEventSynchronize)
+UNUSED(cuEventElapsedTime_v2)
+UNUSED(cuTensorMapEncodeTiled)
