@@ -248,6 +248,8 @@ llvm::Error parse_kernels(const ManifestFields& top, std::vector<KernelDef>& def
       if (defined[i].id == def->id)
         return entry.error("id",
                            fmt::format("kernel '{}' is already defined at {}", def->id, where[i]));
+    if (auto err = check_manifest_kernel_files(entry, *def))
+      return err;
     where.push_back(entry.position("id"));
     defined.push_back(std::move(*def));
     return llvm::Error::success();

@@ -94,9 +94,9 @@ llvm::Error parse_options(const ManifestFields& entry, std::vector<std::string>&
   return llvm::Error::success();
 }
 
-// The files the definition names, checked now so that a manifest that names a missing one fails
-// before anything compiles. The engine reads them again when the kernel is registered.
-llvm::Error check_files(const ManifestFields& entry, KernelDef& def) {
+} // namespace
+
+llvm::Error check_manifest_kernel_files(const ManifestFields& entry, const KernelDef& def) {
   if (auto text = read_regular_file(def.source.name, "kernel source", k_max_kernel_source_bytes);
       !text)
     return entry.error("source",
@@ -108,8 +108,6 @@ llvm::Error check_files(const ManifestFields& entry, KernelDef& def) {
     return entry.error("source", llvm::toString(prepared.takeError()));
   return llvm::Error::success();
 }
-
-} // namespace
 
 llvm::Expected<KernelDef> parse_manifest_kernel(const ManifestFields& entry) {
   if (auto err =
@@ -144,8 +142,6 @@ llvm::Expected<KernelDef> parse_manifest_kernel(const ManifestFields& entry) {
     return err;
   if (auto err = def.validate())
     return entry.error("", llvm::toString(std::move(err)));
-  if (auto err = check_files(entry, def))
-    return err;
   return def;
 }
 

@@ -19,11 +19,14 @@ namespace specjit::runtime {
 // Sources larger than this are refused (a generated kernel is well under 1 MiB).
 inline constexpr uint64_t k_max_kernel_source_bytes = 16ull << 20;
 
-// One kernels[i] entry as a definition. Relative paths are taken from the manifest's folder.
-// Checked here, with the field's position in every error: the fields and their types, the
-// policies, the options (no -I or architecture), the definition (KernelDef::validate), that the
-// source is a readable regular file and that every include directory can be listed. Whether the
-// id is new is the caller's to check.
+// One kernels[i] entry as a definition; relative paths are taken from the manifest's folder.
+// Checks the fields and their types, the policies, the options (no -I or architecture) and the
+// definition (KernelDef::validate), with the field's position in every error; touches no file.
 llvm::Expected<KernelDef> parse_manifest_kernel(const ManifestFields& entry);
+
+// Checks the files `def` (parsed from `entry`) names: the source is a readable regular file and
+// every include directory can be listed. Done while parsing, so that a manifest naming a missing
+// file fails before anything compiles; the engine reads them again when it registers the kernel.
+llvm::Error check_manifest_kernel_files(const ManifestFields& entry, const KernelDef& def);
 
 } // namespace specjit::runtime
