@@ -97,16 +97,16 @@ std::vector<std::string> effective_options(const CompileRequest& request) {
   return options;
 }
 
-namespace {
-
-// Options that would make the output depend on something outside the request: the architecture
-// comes from request.arch, headers from the embedded sources or the request's headers and
-// include directories (whose contents, not paths, the engine keys).
-bool is_forbidden_option(llvm::StringRef option) {
+// The architecture comes from request.arch, headers from the embedded sources or the request's
+// headers and include directories (whose contents, not paths, the engine keys): an option that
+// set them would make the output depend on something outside the request.
+bool is_reserved_option(llvm::StringRef option) {
   return option.startswith("-I") || option.startswith("--include-path") ||
          option.startswith("--gpu-architecture") || option.startswith("-arch") ||
          option.startswith("--pre-include") || option == "-include";
 }
+
+namespace {
 
 // What NVRTC is handed: the source and every in-memory header under each name it is included by.
 // Copies cost nothing next to a compile and keep this independent of how the embedded table is
@@ -226,7 +226,7 @@ namespace {
 
 llvm::Error check_request(const CompileRequest& request) {
   for (const std::string& option : request.options)
-    if (is_forbidden_option(option))
+    if (is_reserved_option(option))
       return make_error(Errc::invalid_argument,
                         "NVRTC option '{}' is not allowed in a compile request: the architecture "
                         "comes from the request's arch, headers from the embedded sources or the "

@@ -37,6 +37,9 @@ struct CompileRequest {
   std::vector<std::string> include_dirs;
 };
 
+// Options compile() refuses: architecture, include paths and pre-includes (see options above).
+bool is_reserved_option(llvm::StringRef option);
+
 // ptxas' report for the kernel (from --ptxas-options=--verbose, always on).
 struct ResourceUsage {
   int registers = 0;

@@ -11,23 +11,23 @@
 
 namespace specjit::runtime {
 
-namespace {
-
-llvm::Expected<std::string> canonical_include_dir(const KernelDef& def, llvm::StringRef dir) {
+llvm::Expected<std::string> canonical_include_dir(llvm::StringRef kernel_id, llvm::StringRef dir) {
   llvm::SmallString<256> real;
   if (std::error_code ec = llvm::sys::fs::real_path(dir, real))
     return make_error(Errc::not_found, "kernel {}: include directory '{}' is not usable: {}",
-                      def.id, dir.str(), ec.message());
+                      kernel_id.str(), dir.str(), ec.message());
   if (!llvm::sys::fs::is_directory(real))
     return make_error(Errc::not_found, "kernel {}: include directory '{}' is not a directory",
-                      def.id, dir.str());
+                      kernel_id.str(), dir.str());
   std::error_code ec;
   llvm::sys::fs::directory_iterator probe(real, ec);
   if (ec)
-    return make_error(Errc::io, "kernel {}: include directory '{}' cannot be read: {}", def.id,
-                      dir.str(), ec.message());
+    return make_error(Errc::io, "kernel {}: include directory '{}' cannot be read: {}",
+                      kernel_id.str(), dir.str(), ec.message());
   return real.str().str();
 }
+
+namespace {
 
 llvm::Error read_source_file(const KernelDef& def, jit::CompileRequest& request) {
   auto buffer = llvm::MemoryBuffer::getFile(def.source.name, /*IsText=*/true);
@@ -42,7 +42,7 @@ llvm::Error read_source_file(const KernelDef& def, jit::CompileRequest& request)
   llvm::sys::path::remove_filename(folder);
   if (folder.empty())
     folder = ".";
-  auto canonical = canonical_include_dir(def, folder);
+  auto canonical = canonical_include_dir(def.id, folder);
   if (!canonical)
     return canonical.takeError();
   request.include_dirs.push_back(std::move(*canonical));
@@ -94,7 +94,7 @@ llvm::Expected<PreparedSource> prepare_source(const KernelDef& def) {
   for (const HeaderText& header : def.headers)
     request.headers.push_back({header.name, header.text});
   for (const std::string& dir : def.include_dirs) {
-    auto canonical = canonical_include_dir(def, dir);
+    auto canonical = canonical_include_dir(def.id, dir);
     if (!canonical)
       return canonical.takeError();
     request.include_dirs.push_back(std::move(*canonical));

@@ -33,4 +33,8 @@ struct PreparedSource {
 // include directory (naming it); Errc::io for one that cannot be read.
 llvm::Expected<PreparedSource> prepare_source(const KernelDef& def);
 
+// An include directory as prepare_source keeps it: its real path, after checking that it is a
+// directory that can be listed. Errors as prepare_source's, naming the kernel and `dir`.
+llvm::Expected<std::string> canonical_include_dir(llvm::StringRef kernel_id, llvm::StringRef dir);
+
 } // namespace specjit::runtime

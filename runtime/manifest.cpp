@@ -1,5 +1,6 @@
 #include "runtime/manifest.h"
 #include "runtime/manifest_moe.h"
+#include "runtime/manifest_source.h"
 #include "runtime/manifest_text.h"
 
 #include "runtime/ops/fused_moe.h"
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 
 namespace specjit::runtime {
@@ -20,24 +22,6 @@ namespace {
 
 // A list-valued field multiplies variants; a typo such as a 10^6-element list must not hang.
 constexpr size_t k_max_requests = 100000;
-
-std::string describe_kind(const llvm::json::Value& value) {
-  switch (value.kind()) {
-  case llvm::json::Value::Null:
-    return "null";
-  case llvm::json::Value::Boolean:
-    return "a boolean";
-  case llvm::json::Value::Number:
-    return "a number";
-  case llvm::json::Value::String:
-    return "a string";
-  case llvm::json::Value::Array:
-    return "a list";
-  case llvm::json::Value::Object:
-    return "an object";
-  }
-  return "a value";
-}
 
 } // namespace
 
@@ -58,103 +42,26 @@ std::vector<std::string> known_kernel_ids() {
   return {ids.begin(), ids.end()};
 }
 
-std::string ManifestFields::field_path(llvm::StringRef field) const {
-  return field.empty() ? m_path : child_path(m_path, field);
-}
-
-unsigned ManifestFields::line_of(const std::string& path) const {
-  // A missing field is reported at its object's line.
-  for (std::string p = path;;) {
-    if (auto it = m_lines->find(p); it != m_lines->end())
-      return it->second;
-    size_t cut = p.find_last_of(".[");
-    if (cut == std::string::npos)
-      return 1;
-    p.resize(cut);
-  }
-}
-
-llvm::Error ManifestFields::error(llvm::StringRef field, llvm::StringRef message) const {
-  std::string path = field_path(field);
-  return make_error(Errc::invalid_argument, "{}:{}: field '{}': {}", m_file, line_of(path),
-                    path.empty() ? "(top level)" : path, message.str());
-}
-
-llvm::Expected<std::optional<int64_t>> ManifestFields::optional_integer(llvm::StringRef field,
-                                                                        int64_t minimum) const {
-  const llvm::json::Value* value = m_object.get(field);
-  if (value == nullptr)
-    return std::nullopt;
-  auto number = value->getAsInteger();
-  if (!number)
-    return error(field, fmt::format("expected an integer, found {}", describe_kind(*value)));
-  if (*number < minimum)
-    return error(field, fmt::format("expected an integer >= {}, found {}", minimum, *number));
-  return std::optional<int64_t>(*number);
-}
-
-llvm::Expected<int64_t> ManifestFields::integer(llvm::StringRef field, int64_t minimum) const {
-  auto number = optional_integer(field, minimum);
-  if (!number)
-    return number.takeError();
-  if (!*number)
-    return error(field, "missing (expected an integer)");
-  return **number;
-}
-
-llvm::Expected<std::optional<std::string>>
-ManifestFields::optional_string(llvm::StringRef field) const {
-  const llvm::json::Value* value = m_object.get(field);
-  if (value == nullptr)
-    return std::nullopt;
-  auto text = value->getAsString();
-  if (!text)
-    return error(field, fmt::format("expected a string, found {}", describe_kind(*value)));
-  return text->str();
-}
-
-llvm::Expected<std::optional<std::vector<int64_t>>>
-ManifestFields::optional_integers(llvm::StringRef field, int64_t minimum) const {
-  const llvm::json::Value* value = m_object.get(field);
-  if (value == nullptr)
-    return std::nullopt;
-  const llvm::json::Array* list = value->getAsArray();
-  if (list == nullptr) {
-    auto one = optional_integer(field, minimum);
-    if (!one)
-      return one.takeError();
-    return std::vector<int64_t>{**one};
-  }
-  if (list->empty())
-    return error(field, "expected an integer or a non-empty list of integers");
-  std::vector<int64_t> numbers;
-  for (size_t i = 0; i < list->size(); ++i) {
-    auto number = (*list)[i].getAsInteger();
-    std::string element = fmt::format("{}[{}]", field.str(), i);
-    if (!number)
-      return error(element,
-                   fmt::format("expected an integer, found {}", describe_kind((*list)[i])));
-    if (*number < minimum)
-      return error(element, fmt::format("expected an integer >= {}, found {}", minimum, *number));
-    numbers.push_back(*number);
-  }
-  return numbers;
-}
-
-llvm::Error ManifestFields::only(llvm::ArrayRef<llvm::StringRef> known) const {
-  for (const auto& [key, value] : m_object) {
-    if (llvm::is_contained(known, llvm::StringRef(key)))
-      continue;
-    std::vector<std::string> names(known.begin(), known.end());
-    return error(key.str(),
-                 fmt::format("unknown field; expected one of: {}", fmt::join(names, ", ")));
-  }
-  return llvm::Error::success();
-}
-
 namespace {
 
 using Lines = std::map<std::string, unsigned>;
+
+// A variant's kernel: one the manifest defines (a user kernel, whose parameters follow
+// ParamDef::user) or one specjit ships.
+struct NamedKernel {
+  KernelDef def;
+  bool user = false;
+};
+
+std::optional<NamedKernel> find_named_kernel(llvm::StringRef id,
+                                             const std::vector<KernelDef>& defined) {
+  for (const KernelDef& def : defined)
+    if (def.id == id)
+      return NamedKernel{def, true};
+  if (std::optional<KernelDef> def = find_kernel_definition(id))
+    return NamedKernel{std::move(*def), false};
+  return std::nullopt;
+}
 
 // Builds one request per combination of the listed values (a cartesian product).
 llvm::Error expand(const KernelDef& def, const std::vector<std::vector<int64_t>>& lists,
@@ -181,15 +88,15 @@ llvm::Error expand(const KernelDef& def, const std::vector<std::vector<int64_t>>
   return llvm::Error::success();
 }
 
-llvm::Error apply_policies(KernelDef& def, const ManifestFields& entry, const Lines& lines,
-                           const std::string& file) {
+llvm::Error apply_policies(NamedKernel& kernel, const ManifestFields& entry) {
+  KernelDef& def = kernel.def;
   const llvm::json::Value* value = entry.object().get("policies");
   if (value == nullptr)
     return llvm::Error::success();
   const llvm::json::Object* policies = value->getAsObject();
   if (policies == nullptr)
     return entry.error("policies", "expected an object such as {\"num_tokens\": \"exact\"}");
-  ManifestFields fields(*policies, entry.field_path("policies"), file, &lines);
+  ManifestFields fields = entry.nested(*policies, "policies");
   for (const auto& [key, text] : *policies) {
     auto param = llvm::find_if(def.params, [&](const ParamDef& p) { return p.name == key.str(); });
     if (param == def.params.end())
@@ -201,14 +108,16 @@ llvm::Error apply_policies(KernelDef& def, const ManifestFields& entry, const Li
     auto policy = Policy::parse(*name);
     if (!policy)
       return fields.error(key.str(), llvm::toString(policy.takeError()));
-    param->policy = std::move(*policy);
+    // A user kernel's template takes what its policies compile in, as at run time.
+    *param = kernel.user ? ParamDef::user(param->name, std::move(*policy))
+                         : ParamDef{param->name, std::move(*policy), param->encoding};
   }
   if (auto err = def.validate())
     return entry.error("policies", llvm::toString(std::move(err)));
   return llvm::Error::success();
 }
 
-llvm::Error parse_variant(const ManifestFields& entry, const Lines& lines, const std::string& file,
+llvm::Error parse_variant(const ManifestFields& entry, const std::vector<KernelDef>& defined,
                           std::vector<VariantRequest>& out) {
   if (auto err = entry.only({"kernel", "values", "policies"}))
     return err;
@@ -217,17 +126,23 @@ llvm::Error parse_variant(const ManifestFields& entry, const Lines& lines, const
     return kernel.takeError();
   if (!*kernel)
     return entry.error("kernel", "missing (expected a kernel name)");
-  std::optional<KernelDef> def = find_kernel_definition(**kernel);
-  if (!def)
+  std::optional<NamedKernel> named = find_named_kernel(**kernel, defined);
+  if (!named) {
+    std::vector<std::string> ids = known_kernel_ids();
+    for (const KernelDef& def : defined)
+      ids.push_back(def.id);
+    std::sort(ids.begin(), ids.end());
     return entry.error("kernel", fmt::format("unknown kernel '{}'; known kernels: {}", **kernel,
-                                             fmt::join(known_kernel_ids(), ", ")));
-  if (auto err = apply_policies(*def, entry, lines, file))
+                                             fmt::join(ids, ", ")));
+  }
+  if (auto err = apply_policies(*named, entry))
     return err;
+  const KernelDef* def = &named->def;
   const llvm::json::Value* value = entry.object().get("values");
   const llvm::json::Object* values = value ? value->getAsObject() : nullptr;
   if (values == nullptr)
     return entry.error("values", "expected an object with one value per parameter");
-  ManifestFields fields(*values, entry.field_path("values"), file, &lines);
+  ManifestFields fields = entry.nested(*values, "values");
   std::vector<llvm::StringRef> names;
   for (const ParamDef& param : def->params)
     names.push_back(param.name);
@@ -306,27 +221,6 @@ std::string identity(const VariantRequest& request) {
   return text;
 }
 
-using SectionParser = llvm::function_ref<llvm::Error(const ManifestFields&)>;
-
-llvm::Error for_each_object(const ManifestFields& top, llvm::StringRef section, const Lines& lines,
-                            const std::string& file, SectionParser parse) {
-  const llvm::json::Value* value = top.object().get(section);
-  if (value == nullptr)
-    return llvm::Error::success();
-  const llvm::json::Array* list = value->getAsArray();
-  if (list == nullptr)
-    return top.error(section, "expected a list of objects");
-  for (size_t i = 0; i < list->size(); ++i) {
-    std::string path = element_path(section.str(), i);
-    const llvm::json::Object* object = (*list)[i].getAsObject();
-    if (object == nullptr)
-      return ManifestFields(top.object(), path, file, &lines).error("", "expected an object");
-    if (auto err = parse(ManifestFields(*object, path, file, &lines)))
-      return err;
-  }
-  return llvm::Error::success();
-}
-
 } // namespace
 
 llvm::ArrayRef<ModelType> model_types() {
@@ -337,8 +231,42 @@ llvm::ArrayRef<ModelType> model_types() {
   return k_types;
 }
 
+namespace {
+
+// "kernels": the manifest's own definitions, each id new (no built-in kernel's, no other entry's).
+llvm::Error parse_kernels(const ManifestFields& top, std::vector<KernelDef>& defined) {
+  std::vector<std::string> where;
+  return top.for_each_object("kernels", [&](const ManifestFields& entry) -> llvm::Error {
+    auto def = parse_manifest_kernel(entry);
+    if (!def)
+      return def.takeError();
+    if (find_kernel_definition(def->id))
+      return entry.error("id", fmt::format("'{}' is a kernel specjit ships; a kernel of the "
+                                           "manifest needs an id of its own",
+                                           def->id));
+    for (size_t i = 0; i < defined.size(); ++i)
+      if (defined[i].id == def->id)
+        return entry.error("id",
+                           fmt::format("kernel '{}' is already defined at {}", def->id, where[i]));
+    if (auto err = check_manifest_kernel_files(entry, *def))
+      return err;
+    where.push_back(entry.position("id"));
+    defined.push_back(std::move(*def));
+    return llvm::Error::success();
+  });
+}
+
+} // namespace
+
 llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
                                                            llvm::StringRef file_name) {
+  auto manifest = parse_manifest_document(text, file_name);
+  if (!manifest)
+    return manifest.takeError();
+  return std::move(manifest->variants);
+}
+
+llvm::Expected<Manifest> parse_manifest_document(llvm::StringRef text, llvm::StringRef file_name) {
   std::string file = file_name.str();
   if (auto err = check_depth(text, file_name))
     return err;
@@ -353,7 +281,7 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
     return make_error(Errc::invalid_argument, "{}:1: expected a JSON object at the top level",
                       file);
   ManifestFields top(*object, "", file, &lines);
-  if (auto err = top.only({"version", "variants", "models"}))
+  if (auto err = top.only({"version", "kernels", "variants", "models"}))
     return err;
   auto version = top.optional_integer("version", 0);
   if (!version)
@@ -361,12 +289,15 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
   if (*version && **version != k_manifest_version)
     return top.error("version", fmt::format("unsupported version {}; this build reads version {}",
                                             **version, k_manifest_version));
+  Manifest manifest;
+  if (auto err = parse_kernels(top, manifest.kernels))
+    return err;
   std::vector<VariantRequest> requests;
-  if (auto err = for_each_object(top, "variants", lines, file, [&](const ManifestFields& entry) {
-        return parse_variant(entry, lines, file, requests);
+  if (auto err = top.for_each_object("variants", [&](const ManifestFields& entry) {
+        return parse_variant(entry, manifest.kernels, requests);
       }))
     return err;
-  if (auto err = for_each_object(top, "models", lines, file, [&](const ManifestFields& model) {
+  if (auto err = top.for_each_object("models", [&](const ManifestFields& model) {
         auto type = model.optional_string("type");
         if (!type)
           return type.takeError();
@@ -381,15 +312,14 @@ llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
                                        *type ? "unknown" : "missing", fmt::join(names, ", ")));
       }))
     return err;
-  std::vector<VariantRequest> unique;
   std::set<std::string> seen;
   for (VariantRequest& request : requests) {
     if (seen.insert(identity(request)).second)
-      unique.push_back(std::move(request));
-    if (unique.size() > k_max_requests)
+      manifest.variants.push_back(std::move(request));
+    if (manifest.variants.size() > k_max_requests)
       return top.error("", fmt::format("more than {} variants", k_max_requests));
   }
-  return unique;
+  return manifest;
 }
 
 } // namespace specjit::runtime

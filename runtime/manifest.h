@@ -1,14 +1,22 @@
 // Precompile manifests: which variants a deployment needs, as JSON (schema: docs/manifest.md).
 //
 //   {"version": 1,
+//    "kernels": [{"id": "rms_norm", "source": "rms_norm.cu", "function": "rms_norm",
+//                 "params": [{"name": "num_tokens", "policy": "dynamic"},
+//                            {"name": "hidden", "policy": "exact"}]}],
 //    "variants": [{"kernel": "scale_tokens", "values": {"cols": 128, "num_tokens": [1, 2]},
-//                  "policies": {"num_tokens": "exact"}}],
+//                  "policies": {"num_tokens": "exact"}},
+//                 {"kernel": "rms_norm", "values": {"num_tokens": 1, "hidden": [4096, 7168]}}],
 //    "models": [{"type": "inv_rope_fp8_quant", "groups": 8, "heads_per_group": 16}]}
 //
 // parse_manifest validates everything (kernel names, parameter names, policies, values mapped
-// through their policies) before it returns, so a caller never starts work on a bad manifest.
-// Errors read "FILE:LINE: field 'variants[2].values.num_tokens': expected an integer"; the
-// parser never crashes on any input (a fuzz target calls it).
+// through their policies, the files a "kernels" entry names) before it returns, so a caller
+// never starts work on a bad manifest. Errors read
+// "FILE:LINE: field 'variants[2].values.num_tokens': expected an integer"; the parser never
+// crashes on any input (a fuzz target calls it).
+//
+// A "kernels" entry defines one of the runtime's own kernels (runtime/manifest_source.h);
+// "variants" entries name it by its id like a built-in kernel.
 //
 // A "models" entry describes a model; a deriver turns it into every variant the model can need.
 // Adding a model type (e.g. a MoE {experts, top_k, hidden, intermediate, dtype, tp}) is one
@@ -16,6 +24,7 @@
 #pragma once
 
 #include "runtime/builtin_kernels.h"
+#include "runtime/manifest_fields.h"
 
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
@@ -37,41 +46,6 @@ std::optional<KernelDef> find_kernel_definition(llvm::StringRef id);
 // Every id find_kernel_definition knows, for error messages.
 std::vector<std::string> known_kernel_ids();
 
-// Reads the fields of one JSON object of a manifest; every error names the file, the line of
-// the field (or of the object when the field is missing) and the field's path.
-class ManifestFields {
-public:
-  ManifestFields(const llvm::json::Object& object, std::string path, std::string file_name,
-                 const std::map<std::string, unsigned>* lines)
-      : m_object(object), m_path(std::move(path)), m_file(std::move(file_name)), m_lines(lines) {}
-
-  const llvm::json::Object& object() const { return m_object; }
-  const std::string& path() const { return m_path; }
-  const std::string& file() const { return m_file; } // the manifest's file name, as given
-  std::string field_path(llvm::StringRef field) const;
-
-  llvm::Expected<int64_t> integer(llvm::StringRef field, int64_t minimum) const;
-  llvm::Expected<std::optional<int64_t>> optional_integer(llvm::StringRef field,
-                                                          int64_t minimum) const;
-  llvm::Expected<std::optional<std::string>> optional_string(llvm::StringRef field) const;
-  // A list of integers, or one integer (a list of one).
-  llvm::Expected<std::optional<std::vector<int64_t>>> optional_integers(llvm::StringRef field,
-                                                                        int64_t minimum) const;
-  // Fails when the object has a field not in `known`.
-  llvm::Error only(llvm::ArrayRef<llvm::StringRef> known) const;
-
-  // "FILE:LINE: field 'PATH': MESSAGE" for a field of this object.
-  llvm::Error error(llvm::StringRef field, llvm::StringRef message) const;
-
-private:
-  unsigned line_of(const std::string& path) const;
-
-  const llvm::json::Object& m_object;
-  std::string m_path;
-  std::string m_file;
-  const std::map<std::string, unsigned>* m_lines;
-};
-
 // Appends every variant a model of this type can need.
 using ModelDeriver = llvm::Error (*)(const ManifestFields& model, std::vector<VariantRequest>& out);
 struct ModelType {
@@ -80,8 +54,18 @@ struct ModelType {
 };
 llvm::ArrayRef<ModelType> model_types();
 
+// A parsed manifest: the kernels it defines ("kernels", runtime/manifest_source.h) and every
+// variant it asks for, of those kernels and of specjit's.
+struct Manifest {
+  std::vector<KernelDef> kernels;
+  std::vector<VariantRequest> variants;
+};
+
 // Parses and validates a manifest. Duplicate requests (same kernel, policies and specialized
-// values) appear once.
+// values) appear once. Relative paths in it are taken from file_name's folder; the source files
+// and include directories of its kernels are checked (read) here, compiled later.
+llvm::Expected<Manifest> parse_manifest_document(llvm::StringRef text, llvm::StringRef file_name);
+// The variants only.
 llvm::Expected<std::vector<VariantRequest>> parse_manifest(llvm::StringRef text,
                                                            llvm::StringRef file_name);
 

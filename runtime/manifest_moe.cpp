@@ -21,18 +21,14 @@ constexpr uint64_t k_max_table_bytes = 1 << 20;
 // A tuned table named by a manifest: relative to the manifest's folder, a regular file of at
 // most 1 MiB (never a device or a pipe), parsed and checked like the runtime's.
 llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm::StringRef name) {
-  llvm::SmallString<256> path(name);
-  if (llvm::sys::path::is_relative(path)) {
-    path = llvm::sys::path::parent_path(model.file());
-    llvm::sys::path::append(path, name);
-  }
-  auto text = read_regular_file(path.str(), "moe config table", k_max_table_bytes);
+  std::string path = model.resolve_path(name);
+  auto text = read_regular_file(path, "moe config table", k_max_table_bytes);
   if (!text)
     return model.error("config_table", llvm::toString(text.takeError()));
   auto table = ops::parse_moe_config_table(*text);
   if (!table)
-    return model.error("config_table", fmt::format("{}: {}", path.str().str(),
-                                                   llvm::toString(table.takeError())));
+    return model.error("config_table",
+                       fmt::format("{}: {}", path, llvm::toString(table.takeError())));
   return table;
 }
 

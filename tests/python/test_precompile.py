@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -36,3 +37,28 @@ def test_a_bad_manifest_raises_with_the_cli_message(tmp_path):
 def test_a_missing_manifest_file_is_named(tmp_path):
     with pytest.raises(specjit.PrecompileError, match="nope.json"):
         specjit.precompile(tmp_path / "nope.json", cache_dir=tmp_path)
+
+
+APP_KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "data",
+                           "app_kernels")
+
+
+@pytest.mark.runtime_sources
+def test_a_kernel_of_the_manifest_is_a_disk_hit_when_defined_at_run_time(settings, monkeypatch):
+    # A dict's relative paths are taken from the current directory.
+    monkeypatch.chdir(APP_KERNELS)
+    manifest = {"kernels": [{
+        "id": "app_scale", "source": "kernels/app_scale.cu", "function": "app_scale",
+        "include_dirs": ["include"], "defines": {"APP_SCALE": "1.5f"},
+        "options": ["--use_fast_math"],
+        "params": [{"name": "num_tokens"}, {"name": "block", "policy": "exact"}]}],
+        "variants": [{"kernel": "app_scale", "values": {"num_tokens": [1, 64], "block": 128}}]}
+    summary = specjit.precompile(manifest, cache_dir=settings["cache_dir"])
+    assert (summary["variants"], summary["compiled"], summary["failed"]) == (1, 1, 0)
+    kernel = specjit.Kernel(path=os.path.join(APP_KERNELS, "kernels", "app_scale.cu"),
+                            name="app_scale", function="app_scale",
+                            params={"num_tokens": "dynamic", "block": "exact"},
+                            include_dirs=[os.path.join(APP_KERNELS, "include")],
+                            defines={"APP_SCALE": "1.5f"}, options=["--use_fast_math"],
+                            engine=specjit.Engine(**settings))
+    assert kernel.prepare(num_tokens=4096, block=128).source == "disk"

@@ -122,24 +122,31 @@ TEST_CASE("--from-log skips, counts and names events of kernels it cannot rebuil
   std::string changed = R"({"v":1,"event":"disk_hit","kernel":"scale_tokens",)"
                         R"("variant":{"cols":64},"key":"k2","ms":1})"
                         "\n";
-  write_file(cli.path("mixed.jsonl"), foreign + log + foreign + changed);
+  std::string extra = R"({"v":1,"event":"disk_hit","kernel":"scale_tokens",)"
+                      R"("variant":{"cols":64,"num_tokens":"dynamic","rows":2},"key":"k3","ms":1})"
+                      "\n";
+  write_file(cli.path("mixed.jsonl"), foreign + log + foreign + changed + extra);
   std::string fresh = cli.path("fresh");
   llvm::json::Object replay = cli.json({"precompile", "--from-log", cli.path("mixed.jsonl"),
                                         "--cache-dir", fresh},
                                        0, {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
   CHECK(field(replay, "compiled") == 2);
-  CHECK(field(replay, "skipped_events") == 3);
+  CHECK(field(replay, "skipped_events") == 4);
   const llvm::json::Array* skipped = replay.getArray("skipped");
   REQUIRE(skipped != nullptr);
-  REQUIRE(skipped->size() == 2);
+  REQUIRE(skipped->size() == 3);
   const llvm::json::Object& app = *(*skipped)[0].getAsObject();
   CHECK(app.getString("kernel")->str() == "app_kernel");
   CHECK(*app.getInteger("events") == 2);
-  CHECK(app.getString("reason")->str() == "not a kernel this build knows");
+  CHECK(app.getString("reason")->str() ==
+        "not a kernel this build knows nor one a --manifest defines");
   CHECK(app.getString("first")->str() == cli.path("mixed.jsonl") + ":1");
   const llvm::json::Object& lacking = *(*skipped)[1].getAsObject();
   CHECK(lacking.getString("reason")->str().find("lacks parameter 'num_tokens'") !=
         std::string::npos);
+  const llvm::json::Object& more = *(*skipped)[2].getAsObject();
+  CHECK(more.getString("reason")->str() ==
+        "the logged variant has parameter 'rows', which the definition lacks");
   CHECK(cli.keys(fresh) == cli.keys(cli.cache()));
   // The text summary names them too.
   ProcessResult text = cli.run({"precompile", "--from-log", cli.path("mixed.jsonl")});

@@ -47,6 +47,28 @@ public:
     return indices;
   }
 
+  // Kernels the manifests define, for their variants and for --from-log; a kernel defined by
+  // two manifests must be defined alike.
+  llvm::Error define(const runtime::KernelDef& def, const std::string& manifest) {
+    for (const auto& [known, where] : m_defined) {
+      if (known.id != def.id)
+        continue;
+      if (known == def)
+        return llvm::Error::success();
+      return make_error(Errc::invalid_argument,
+                        "{}: kernel '{}' is defined differently in {}; one id, one definition",
+                        manifest, def.id, where);
+    }
+    m_defined.emplace_back(def, manifest);
+    return llvm::Error::success();
+  }
+  const runtime::KernelDef* defined(llvm::StringRef id) const {
+    for (const auto& [def, where] : m_defined)
+      if (def.id == id)
+        return &def;
+    return nullptr;
+  }
+
   // Adds the job once per target; a variant already planned for a target is skipped.
   void add(const Job& job, const std::vector<size_t>& targets) {
     for (size_t target : targets) {
@@ -62,6 +84,7 @@ private:
   const std::vector<std::optional<Arch>>& m_arches;
   PlannedJobs& m_plan;
   std::set<std::string> m_seen;
+  std::vector<std::pair<runtime::KernelDef, std::string>> m_defined; // and the manifest's path
 };
 
 std::string label_of(const runtime::VariantRequest& request) {
@@ -76,11 +99,14 @@ llvm::Error add_manifest(const std::string& path, Planner& planner) {
   auto text = read_regular_file(path, "manifest", k_max_manifest_bytes);
   if (!text)
     return text.takeError();
-  auto requests = runtime::parse_manifest(*text, path);
-  if (!requests)
-    return requests.takeError();
+  auto manifest = runtime::parse_manifest_document(*text, path);
+  if (!manifest)
+    return manifest.takeError();
+  for (const runtime::KernelDef& def : manifest->kernels)
+    if (auto err = planner.define(def, path))
+      return err;
   std::vector<size_t> targets = planner.targets_for(std::nullopt);
-  for (const runtime::VariantRequest& request : *requests)
+  for (const runtime::VariantRequest& request : manifest->variants)
     planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
   return llvm::Error::success();
 }
@@ -113,11 +139,15 @@ runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy
   return current;
 }
 
-// Errors say why this build cannot rebuild the variant; the caller adds where.
-llvm::Expected<Job> replay_job(const runtime::LogEvent& event) {
-  std::optional<runtime::KernelDef> def = runtime::find_kernel_definition(event.kernel);
+// Errors say why this build cannot rebuild the variant; the caller adds where. A kernel a
+// manifest defines takes precedence: the parser keeps its ids apart from the built-in ones.
+llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const Planner& planner) {
+  const runtime::KernelDef* user = planner.defined(event.kernel);
+  std::optional<runtime::KernelDef> def = user ? std::optional<runtime::KernelDef>(*user)
+                                               : runtime::find_kernel_definition(event.kernel);
   if (!def)
-    return make_error(Errc::invalid_argument, "not a kernel this build knows");
+    return make_error(Errc::invalid_argument,
+                      "not a kernel this build knows nor one a --manifest defines");
   Job job{*def, {}, std::vector<runtime::SpecValue>{}, 0, runtime::describe_variant(event.variant)};
   for (runtime::ParamDef& param : job.def.params) {
     const llvm::json::Value* value = event.variant.get(param.name);
@@ -128,9 +158,19 @@ llvm::Expected<Job> replay_job(const runtime::LogEvent& event) {
     if (!spec)
       return make_error(Errc::invalid_argument, "parameter '{}': {}", param.name,
                         llvm::toString(spec.takeError()));
-    param.policy = policy_for(*spec, param.policy);
+    // A user kernel's template follows its policies (ParamDef::user), as when it was logged.
+    runtime::Policy policy = policy_for(*spec, param.policy);
+    param = user ? runtime::ParamDef::user(param.name, std::move(policy))
+                 : runtime::ParamDef{param.name, std::move(policy), param.encoding};
     job.specs->push_back(*spec);
   }
+  if (event.variant.size() != job.def.params.size())
+    for (const auto& [name, value] : event.variant)
+      if (llvm::none_of(job.def.params,
+                        [&](const runtime::ParamDef& param) { return param.name == name.str(); }))
+        return make_error(Errc::invalid_argument,
+                          "the logged variant has parameter '{}', which the definition lacks",
+                          name.str());
   if (auto err = job.def.validate())
     return err;
   return job;
@@ -181,7 +221,7 @@ llvm::Error add_log(const std::string& path, Planner& planner, PlannedJobs& plan
   if (!scan)
     return scan.takeError();
   for (const LoggedVariant& logged : variants) {
-    auto job = replay_job(logged.event);
+    auto job = replay_job(logged.event, planner);
     if (!job) {
       note_skipped(plan, logged, llvm::toString(job.takeError()));
       continue;

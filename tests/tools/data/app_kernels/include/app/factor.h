@@ -1,0 +1,5 @@
+#pragma once
+
+namespace app {
+__device__ inline float factor() { return 2.0f; }
+} // namespace app
