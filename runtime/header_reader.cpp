@@ -35,7 +35,7 @@ bool keeps_change_time(int64_t type) {
 }
 
 bool plain_relative_name(llvm::StringRef name) {
-  if (name.empty() || name.front() == '/')
+  if (name.empty() || name.front() == '/' || name.back() == '/')
     return false;
   while (!name.empty()) {
     auto [component, rest] = name.split('/');
