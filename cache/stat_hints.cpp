@@ -60,6 +60,13 @@ FileStat FileStat::of(const struct stat& st) {
           static_cast<uint64_t>(st.st_size), nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
 }
 
+std::optional<Digest128> StatHints::peek(const FileStat& stat) const {
+  auto it = m_index.find({stat.device, stat.inode});
+  if (it == m_index.end() || !(m_hints[it->second].hint.stat == stat))
+    return std::nullopt;
+  return m_hints[it->second].hint.digest;
+}
+
 std::optional<Digest128> StatHints::lookup(const FileStat& stat) {
   auto it = m_index.find({stat.device, stat.inode});
   if (it == m_index.end())

@@ -60,6 +60,8 @@ public:
   // The recorded digest when the file's status equals the recorded one, else nullopt. A match
   // marks the hint as used, so that it outlives unused ones when the file is rewritten.
   std::optional<Digest128> lookup(const FileStat& stat);
+  // lookup() without marking: safe from several threads while nothing records or looks up.
+  std::optional<Digest128> peek(const FileStat& stat) const;
   // Replaces any hint of the same file (device, inode).
   void record(const StatHint& hint);
   // Whether record() changed anything since loading (the file is then worth rewriting).

@@ -88,6 +88,7 @@ std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set
 
 std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set,
                                                  HeaderReader& reader) {
+  reader.resolve_all(set);
   for (const cache::HeaderDependency& header : set) {
     std::optional<HeaderReader::Resolved> found = reader.resolve(header.name);
     if (!found)

@@ -1,38 +1,24 @@
 #include "runtime/header_reader.h"
 
-#include <linux/magic.h>
-
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <functional>
 #include <cerrno>
+#include <system_error>
+#include <thread>
 
 namespace specjit::runtime {
 
 namespace {
 
-// File systems whose ctime is the kernel's own change time, set on every write and never by a
-// user. Left out: network file systems (a cached stat can lag another client's write that an
-// open would see), FUSE (whatever the daemon reports), FAT (no change time).
-bool keeps_change_time(int64_t type) {
-  constexpr int64_t k_zfs_magic = 0x2fc12fc1;
-  switch (type) {
-  case EXT4_SUPER_MAGIC: // also ext2 and ext3
-  case XFS_SUPER_MAGIC:
-  case BTRFS_SUPER_MAGIC:
-  case F2FS_SUPER_MAGIC:
-  case TMPFS_MAGIC:
-  case OVERLAYFS_SUPER_MAGIC:
-  case SQUASHFS_MAGIC:
-  case EROFS_SUPER_MAGIC_V1:
-  case k_zfs_magic:
-    return true;
-  default:
-    return false;
-  }
-}
+// About 1 us a header with a hint, several without: below this many a thread costs more to
+// start than it saves.
+constexpr size_t k_files_per_thread = 64;
+constexpr unsigned k_max_threads = 8;
 
 bool plain_relative_name(llvm::StringRef name) {
   if (name.empty() || name.front() == '/' || name.back() == '/')
@@ -65,27 +51,112 @@ HeaderReader::HeaderReader(llvm::ArrayRef<std::string> include_dirs,
 
 std::optional<HeaderReader::Resolved> HeaderReader::resolve(const std::string& name) {
   auto [it, inserted] = m_resolved.try_emplace(name);
-  if (inserted)
-    it->second = plain_relative_name(name) ? locate(name) : std::nullopt;
+  if (!inserted)
+    return it->second;
+  std::optional<Found> found = plain_relative_name(name) ? find(name) : std::nullopt;
+  if (!found)
+    return std::nullopt;
+  std::optional<Digest128> digest = hinted(found->stat);
+  if (!digest) {
+    cache::UniqueFd fd(open_in(found->include_dir, name));
+    digest = learn(m_hasher.hash(fd.get()));
+  }
+  it->second = Resolved{found->include_dir, digest};
   return it->second;
 }
 
-std::optional<HeaderReader::Resolved> HeaderReader::locate(const std::string& name) {
+void HeaderReader::resolve_all(const cache::DependencySet& set) {
+  std::vector<Pending> todo;
+  for (const cache::HeaderDependency& header : set) {
+    auto [it, inserted] = m_resolved.try_emplace(header.name);
+    if (inserted && plain_relative_name(header.name))
+      todo.push_back({&header.name, &*it});
+  }
+  // The subtree probes first, so that the threads below only read what they found.
+  for (const Pending& file : todo)
+    for (uint32_t i = 0; i < m_dirs.size(); ++i)
+      (void)may_hold(i, *file.name);
+  const bool use_hints = m_options.hints && m_options.use == HintUse::lookup;
+  std::atomic<uint64_t> probes{0};
+  in_parallel(todo.size(), [&](size_t i, FileHasher& hasher) {
+    Pending& file = todo[i];
+    uint64_t made = 0;
+    file.found = find_known(*file.name, made);
+    probes.fetch_add(made, std::memory_order_relaxed);
+    if (!file.found)
+      return;
+    if (use_hints)
+      file.hint = m_options.hints->peek(file.found->stat);
+    if (!file.hint) {
+      cache::UniqueFd fd(open_in(file.found->include_dir, *file.name));
+      file.hashed = hasher.hash(fd.get());
+    }
+  });
+  m_counts.probes += probes.load();
+  // Back on this thread, in order: hints marked used, what was hashed learnt.
+  for (const Pending& file : todo) {
+    if (!file.found)
+      continue;
+    std::optional<Digest128> digest = file.hint ? hinted(file.found->stat) : learn(file.hashed);
+    file.entry->second = Resolved{file.found->include_dir, digest};
+  }
+}
+
+void HeaderReader::in_parallel(size_t count,
+                               const std::function<void(size_t, FileHasher&)>& body) {
+  unsigned threads = m_options.threads;
+  if (threads == 0)
+    threads = static_cast<unsigned>(std::min<size_t>(
+        {count / k_files_per_thread, k_max_threads,
+         std::max(1u, std::thread::hardware_concurrency())}));
+  threads = static_cast<unsigned>(std::min<size_t>(threads, count));
+  std::atomic<size_t> next{0};
+  auto work = [&](FileHasher& hasher) {
+    for (;;) {
+      size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= count)
+        return;
+      body(i, hasher);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back([&] {
+        FileHasher hasher;
+        work(hasher);
+      });
+    } catch (const std::system_error&) {
+      break; // no more threads to be had: the ones there and this one do the rest
+    }
+  }
+  work(m_hasher);
+  for (std::thread& helper : helpers)
+    helper.join();
+}
+
+std::optional<HeaderReader::Found> HeaderReader::find(const std::string& name) {
+  for (uint32_t i = 0; i < m_dirs.size(); ++i)
+    (void)may_hold(i, name);
+  return find_known(name, m_counts.probes);
+}
+
+// find() once may_hold() has seen the name in every directory: reads the memo only.
+std::optional<HeaderReader::Found> HeaderReader::find_known(const std::string& name,
+                                                            uint64_t& probes) const {
+  size_t slash = name.find('/');
   for (uint32_t i = 0; i < m_dirs.size(); ++i) {
-    if (!may_hold(i, name))
+    if (!m_dirs[i].valid())
       continue;
+    if (slash != std::string::npos) {
+      auto it = m_subtrees[i].find(llvm::StringRef(name).take_front(slash));
+      if (it != m_subtrees[i].end() && !it->second)
+        continue;
+    }
     struct stat st;
-    ++m_counts.probes;
-    if (::fstatat(m_dirs[i].get(), name.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode))
-      continue;
-    if (m_options.hints && m_options.use == HintUse::lookup)
-      if (std::optional<Digest128> digest = m_options.hints->lookup(cache::FileStat::of(st))) {
-        ++m_counts.from_hints;
-        return Resolved{i, digest};
-      }
-    // O_NONBLOCK: a FIFO swapped in since the stat cannot hang the check.
-    cache::UniqueFd fd(::openat(m_dirs[i].get(), name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-    return Resolved{i, hash_open(std::move(fd))};
+    ++probes;
+    if (::fstatat(m_dirs[i].get(), name.c_str(), &st, 0) == 0 && S_ISREG(st.st_mode))
+      return Found{i, cache::FileStat::of(st)};
   }
   return std::nullopt;
 }
@@ -111,46 +182,32 @@ bool HeaderReader::may_hold(uint32_t dir, const std::string& name) {
   return it->second;
 }
 
-std::optional<Digest128> HeaderReader::hash_path(const std::string& path) {
-  return hash_open(cache::UniqueFd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)));
-}
-
-std::optional<Digest128> HeaderReader::hash_open(cache::UniqueFd fd) {
-  struct stat st;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+std::optional<Digest128> HeaderReader::hinted(const cache::FileStat& stat) {
+  if (!m_options.hints || m_options.use != HintUse::lookup)
     return std::nullopt;
-  // The status is taken before the bytes: a write after it moves ctime on, so a hint recorded
-  // from it can only fail to match later, never match bytes it did not describe.
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (m_buffer.size() < size)
-    m_buffer.resize(size);
-  size_t got = 0;
-  while (got < size) {
-    ssize_t n = ::read(fd.get(), m_buffer.data() + got, size - got);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return std::nullopt;
-    if (n == 0)
-      break;
-    got += static_cast<size_t>(n);
-  }
-  Digest128 digest = hash128(llvm::StringRef(m_buffer.data(), got));
-  ++m_counts.hashed;
-  if (m_options.hints && got == size && hint_safe(fd.get(), st))
-    m_options.hints->record({cache::FileStat::of(st), digest});
+  std::optional<Digest128> digest = m_options.hints->lookup(stat);
+  m_counts.from_hints += digest.has_value();
   return digest;
 }
 
-bool HeaderReader::hint_safe(int fd, const struct stat& st) {
-  if (cache::FileStat::of(st).ctime_ns >= m_settled_before_ns)
-    return false;
-  auto [it, inserted] = m_hint_file_systems.try_emplace(static_cast<uint64_t>(st.st_dev), false);
-  if (inserted) {
-    struct statfs fs;
-    it->second = ::fstatfs(fd, &fs) == 0 && keeps_change_time(static_cast<int64_t>(fs.f_type));
-  }
-  return it->second;
+// O_NONBLOCK: a FIFO swapped in since the stat cannot hang the check.
+int HeaderReader::open_in(uint32_t dir, const std::string& name) const {
+  return ::openat(m_dirs[dir].get(), name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+std::optional<Digest128> HeaderReader::hash_path(const std::string& path) {
+  cache::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  return learn(m_hasher.hash(fd.get()));
+}
+
+std::optional<Digest128> HeaderReader::learn(const HashedFile& hashed) {
+  if (!hashed.digest)
+    return std::nullopt;
+  ++m_counts.hashed;
+  cache::FileStat stat = cache::FileStat::of(hashed.status);
+  if (m_options.hints && hashed.keeps_change_time && stat.ctime_ns < m_settled_before_ns)
+    m_options.hints->record({stat, *hashed.digest});
+  return hashed.digest;
 }
 
 } // namespace specjit::runtime

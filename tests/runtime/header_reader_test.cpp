@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -171,4 +172,52 @@ TEST_CASE("only plain relative names are looked up: never a path out of the incl
                            "", "sub/"})
     CHECK_FALSE_MESSAGE(reader.resolve(name).has_value(), name);
   CHECK(reader.counts().probes == 0);
+}
+
+TEST_CASE("resolving a whole set on several threads gives the answers one by one would") {
+  TempDir dir;
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "a/x"));
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "a/y"));
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "b/x"));
+  REQUIRE(!llvm::sys::fs::create_directories(dir / "b/y"));
+  cache::DependencySet set;
+  for (int i = 0; i < 300; ++i) {
+    // Spread over both directories and subtrees; some shadowed, some missing.
+    std::string name = (i % 3 == 0 ? "x/" : "y/") + std::to_string(i) + ".h";
+    test::write_file(dir / ((i % 5 == 0 ? "a/" : "b/") + name), "#define H " + std::to_string(i) + "\n");
+    if (i % 7 == 0 && i % 3 == 0)
+      test::write_file(dir / ("b/" + name), "#define SHADOWED\n");
+    set.push_back({name, 1, {}});
+  }
+  set.push_back({"y/missing.h", 1, {}});
+  set.push_back({"../escape.h", 1, {}});
+  std::sort(set.begin(), set.end(), [](const auto& l, const auto& r) { return l.name < r.name; });
+  std::this_thread::sleep_for(2 * k_settle);
+  const std::vector<std::string> dirs = {dir / "a", dir / "b"};
+
+  cache::StatHints one_hints, all_hints;
+  HeaderReader one_by_one(dirs, with_hints(one_hints));
+  HeaderReader all(dirs, {&all_hints, HintUse::lookup, k_settle, 4});
+  all.resolve_all(set);
+  for (const cache::HeaderDependency& header : set) {
+    std::optional<HeaderReader::Resolved> expected = one_by_one.resolve(header.name);
+    std::optional<HeaderReader::Resolved> got = all.resolve(header.name);
+    REQUIRE_MESSAGE(expected.has_value() == got.has_value(), header.name);
+    if (expected) {
+      CHECK(expected->include_dir == got->include_dir);
+      CHECK(expected->digest == got->digest);
+    }
+  }
+  CHECK(all.counts().hashed == 300);
+  CHECK(all.counts().hashed == one_by_one.counts().hashed);
+  CHECK(all_hints.size() == 300);
+
+  // Again with those hints: nothing hashed, the same digests.
+  HeaderReader hinted(dirs, {&all_hints, HintUse::lookup, k_settle, 4});
+  hinted.resolve_all(set);
+  CHECK(hinted.counts().from_hints == 300);
+  CHECK(hinted.counts().hashed == 0);
+  for (const cache::HeaderDependency& header : set)
+    if (std::optional<HeaderReader::Resolved> expected = one_by_one.resolve(header.name))
+      CHECK(hinted.resolve(header.name)->digest == expected->digest);
 }
