@@ -89,8 +89,8 @@ private:
       std::optional<uint32_t> dir;
       std::optional<llvm::StringRef> name;
       if (!literal("{\"digest\":") || !(hashed = digest()) || !literal(",\"dir\":") ||
-          !(dir = index()) || !literal(",\"name\":") || !(name = plain_string()) ||
-          name->empty() || !literal("}"))
+          !(dir = index()) || !literal(",\"name\":") || !(name = plain_string()) || name->empty() ||
+          !literal("}"))
         return std::nullopt;
       result.push_back({name->str(), *dir, *hashed});
     } while (literal(","));

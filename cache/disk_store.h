@@ -174,9 +174,8 @@ public:
   // Atomically writes a small file of the root other than an entry (a dependency manifest:
   // subdir "deps"; stat hints: "hints", best effort and private) through a temp file and the
   // checked directory handles.
-  llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name,
-                                llvm::StringRef bytes, Durability durability = Durability::synced,
-                                mode_t mode = 0644);
+  llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name, llvm::StringRef bytes,
+                                Durability durability = Durability::synced, mode_t mode = 0644);
 
   // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors (ENOSPC, EACCES, ...) are SpecjitError
   // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused

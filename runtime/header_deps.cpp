@@ -46,9 +46,9 @@ dependencies_of(llvm::ArrayRef<std::string> included_files,
   return dependencies_of(included_files, include_dirs, reader);
 }
 
-llvm::Expected<cache::DependencySet>
-dependencies_of(llvm::ArrayRef<std::string> included_files,
-                llvm::ArrayRef<std::string> include_dirs, HeaderReader& reader) {
+llvm::Expected<cache::DependencySet> dependencies_of(llvm::ArrayRef<std::string> included_files,
+                                                     llvm::ArrayRef<std::string> include_dirs,
+                                                     HeaderReader& reader) {
   cache::DependencySet set;
   for (const std::string& file : included_files) {
     auto located = locate(file, include_dirs);
@@ -95,8 +95,7 @@ std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set
       return HeaderChange{header.name, header.digest.hex(), "(missing)"};
     if (found->include_dir != header.include_dir)
       return HeaderChange{header.name, header.digest.hex(),
-                          "(now found in include dir " + std::to_string(found->include_dir) +
-                              ")"};
+                          "(now found in include dir " + std::to_string(found->include_dir) + ")"};
     if (!found->digest) // found by its status, but it cannot be read
       return HeaderChange{header.name, header.digest.hex(), "(missing)"};
     if (*found->digest != header.digest)

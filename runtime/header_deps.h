@@ -20,9 +20,9 @@ namespace specjit::runtime {
 // canonical include directories that holds it, and hashes its bytes (through `reader`, which
 // records stat hints when it has them). A file outside every include directory, or one that
 // cannot be read, is an error naming it.
-llvm::Expected<cache::DependencySet>
-dependencies_of(llvm::ArrayRef<std::string> included_files,
-                llvm::ArrayRef<std::string> include_dirs, HeaderReader& reader);
+llvm::Expected<cache::DependencySet> dependencies_of(llvm::ArrayRef<std::string> included_files,
+                                                     llvm::ArrayRef<std::string> include_dirs,
+                                                     HeaderReader& reader);
 llvm::Expected<cache::DependencySet>
 dependencies_of(llvm::ArrayRef<std::string> included_files,
                 llvm::ArrayRef<std::string> include_dirs);

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <functional>
 #include <cerrno>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -40,8 +40,7 @@ int64_t realtime_ns() {
 
 } // namespace
 
-HeaderReader::HeaderReader(llvm::ArrayRef<std::string> include_dirs,
-                           HeaderReaderOptions options)
+HeaderReader::HeaderReader(llvm::ArrayRef<std::string> include_dirs, HeaderReaderOptions options)
     : m_subtrees(include_dirs.size()), m_options(options),
       m_settled_before_ns(realtime_ns() - options.settle.count()) {
   // Opened as the user spelled them, links included, exactly as NVRTC searches them.
@@ -102,13 +101,12 @@ void HeaderReader::resolve_all(const cache::DependencySet& set) {
   }
 }
 
-void HeaderReader::in_parallel(size_t count,
-                               const std::function<void(size_t, FileHasher&)>& body) {
+void HeaderReader::in_parallel(size_t count, const std::function<void(size_t, FileHasher&)>& body) {
   unsigned threads = m_options.threads;
   if (threads == 0)
-    threads = static_cast<unsigned>(std::min<size_t>(
-        {count / k_files_per_thread, k_max_threads,
-         std::max(1u, std::thread::hardware_concurrency())}));
+    threads = static_cast<unsigned>(
+        std::min<size_t>({count / k_files_per_thread, k_max_threads,
+                          std::max(1u, std::thread::hardware_concurrency())}));
   threads = static_cast<unsigned>(std::min<size_t>(threads, count));
   std::atomic<size_t> next{0};
   auto work = [&](FileHasher& hasher) {

@@ -68,7 +68,9 @@ TEST_CASE("a manifest decodes to the sets it was encoded from, in either spellin
 
 TEST_CASE("names with escapes or non-ASCII bytes decode as the general parser reads them") {
   std::vector<DependencySet> sets = {{{"odd \"quoted\"\\name.h", 0, hash128("a")},
-                                      {"caf\xc3\xa9/h\xc3\xa9" "ader.h", 1, hash128("b")}}};
+                                      {"caf\xc3\xa9/h\xc3\xa9"
+                                       "ader.h",
+                                       1, hash128("b")}}};
   auto decoded = decode_deps_manifest(encode_deps_manifest(k_definition, sets), k_definition);
   REQUIRE_MESSAGE(static_cast<bool>(decoded), llvm::toString(decoded.takeError()));
   CHECK(*decoded == sets);
@@ -102,10 +104,9 @@ TEST_CASE("a digest in upper case decodes as it always did") {
   std::string upper = hash128("x").hex();
   for (char& c : upper)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto decoded = decode_deps_manifest(
-      with_body("{" + definition + ",\"sets\":[[{\"digest\":\"" + upper +
-                "\",\"dir\":7,\"name\":\"a.h\"}]]}"),
-      k_definition);
+  auto decoded = decode_deps_manifest(with_body("{" + definition + ",\"sets\":[[{\"digest\":\"" +
+                                                upper + "\",\"dir\":7,\"name\":\"a.h\"}]]}"),
+                                      k_definition);
   REQUIRE_MESSAGE(static_cast<bool>(decoded), llvm::toString(decoded.takeError()));
   REQUIRE(decoded->size() == 1);
   CHECK((*decoded)[0] == DependencySet{{"a.h", 7, hash128("x")}});

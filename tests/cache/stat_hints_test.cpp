@@ -96,7 +96,7 @@ TEST_CASE("the hints kept are the ones used or learnt first, and at most the lim
   auto hints = decode_stat_hints(bytes, k_definition);
   REQUIRE(static_cast<bool>(hints));
   CHECK(hints->lookup(sample_hint(k_max_stat_hints).stat).has_value()); // used: kept first
-  hints->record(sample_hint(k_max_stat_hints + 1));                      // learnt: kept
+  hints->record(sample_hint(k_max_stat_hints + 1));                     // learnt: kept
   std::vector<StatHint> kept = hints->to_keep();
   REQUIRE(kept.size() == k_max_stat_hints);
   CHECK(kept[0].stat.inode == k_max_stat_hints);

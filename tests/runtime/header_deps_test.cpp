@@ -201,8 +201,8 @@ TEST_CASE("a damaged or foreign hint file is ignored, then replaced") {
   SUBCASE("garbage") { test::write_file(hints, "specjit-hints 1\n and then nothing useful"); }
   SUBCASE("truncated") { test::write_file(hints, good.substr(0, good.size() / 2)); }
   SUBCASE("another definition's") {
-    auto decoded = cache::decode_stat_hints(
-        good, *Digest128::from_hex(llvm::sys::path::stem(hints)));
+    auto decoded =
+        cache::decode_stat_hints(good, *Digest128::from_hex(llvm::sys::path::stem(hints)));
     REQUIRE(static_cast<bool>(decoded));
     test::write_file(hints, cache::encode_stat_hints(hash128("another definition"), *decoded));
   }
@@ -230,7 +230,8 @@ TEST_CASE("a cache read from a read-only layer needs no hint file there, and get
   const uint64_t headers = stats.headers_hashed;
   // An image layer is built elsewhere: its hints (if any) would describe another machine.
   REQUIRE(!llvm::sys::fs::remove_directories(dir / "base/v1/hints"));
-  test::ProcessResult before = test::run_process({"/usr/bin/find", dir / "base", "-printf", "%p %s %T@ %m\\n"});
+  test::ProcessResult before =
+      test::run_process({"/usr/bin/find", dir / "base", "-printf", "%p %s %T@ %m\\n"});
 
   SUBCASE("a root that cannot be written") {
     test::write_file(dir / "file", "x");
@@ -243,8 +244,8 @@ TEST_CASE("a cache read from a read-only layer needs no hint file there, and get
     CHECK(stats.headers_hashed == headers);
   }
   SUBCASE("a writable root keeps the hints") {
-    Config layered = test::config_in(dir, {{"SPECJIT_CACHE_DIR", dir / "root"},
-                                           {"SPECJIT_CACHE_READONLY_DIRS", dir / "base"}});
+    Config layered = test::config_in(
+        dir, {{"SPECJIT_CACHE_DIR", dir / "root"}, {"SPECJIT_CACHE_READONLY_DIRS", dir / "base"}});
     const Variant* hit = prepare_in_fresh_engine(layered, reduce_kernel(toolkit), stats);
     CHECK(stats.disk_hits == 1);
     CHECK(hit->key == original->key);
@@ -253,7 +254,8 @@ TEST_CASE("a cache read from a read-only layer needs no hint file there, and get
     prepare_in_fresh_engine(layered, reduce_kernel(toolkit), stats);
     CHECK(stats.headers_from_hints == headers);
   }
-  test::ProcessResult after = test::run_process({"/usr/bin/find", dir / "base", "-printf", "%p %s %T@ %m\\n"});
+  test::ProcessResult after =
+      test::run_process({"/usr/bin/find", dir / "base", "-printf", "%p %s %T@ %m\\n"});
   CHECK(after.out == before.out);
   CHECK_FALSE(llvm::sys::fs::exists(dir / "base/v1/hints"));
 }
@@ -298,8 +300,8 @@ TEST_CASE("an edit that keeps a header's size and puts its mtime back changes th
   const Variant* edited = prepare_in_fresh_engine(config, def, stats);
   CHECK(stats.compiles == 1);
   CHECK(edited->key != original->key);
-  auto compiles = test::events_named(test::read_json_lines(dir / "events.jsonl"), "compile",
-                                     "valued");
+  auto compiles =
+      test::events_named(test::read_json_lines(dir / "events.jsonl"), "compile", "valued");
   REQUIRE(compiles.size() == 2);
   CHECK(test::string_field(compiles.back(), "reason") == "header_changed");
   const llvm::json::Array* diff = compiles.back().getArray("diff");

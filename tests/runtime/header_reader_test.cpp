@@ -121,7 +121,8 @@ TEST_CASE("a copied tree has new inodes: its headers are hashed again and keep t
   Digest128 b = digest_of(original, "sub/b.h");
 
   // cp -a keeps the mtimes too: only the inode and ctime tell the copy apart.
-  test::ProcessResult copy = test::run_process({"/bin/cp", "-a", tree.dir / "inc", tree.dir / "copy"});
+  test::ProcessResult copy =
+      test::run_process({"/bin/cp", "-a", tree.dir / "inc", tree.dir / "copy"});
   REQUIRE_MESSAGE(copy.exit_code == 0, copy.err);
   HeaderReader copied({tree.dir / "front", tree.dir / "copy"}, with_hints(hints));
   CHECK(digest_of(copied, "a.h") == a);
@@ -168,8 +169,8 @@ TEST_CASE("only plain relative names are looked up: never a path out of the incl
   Tree tree;
   test::write_file(tree.dir / "outside.h", "#define O 1\n");
   HeaderReader reader(tree.dirs);
-  for (const char* name : {"../outside.h", "sub/../a.h", "./a.h", "sub//b.h", "/etc/hostname",
-                           "", "sub/"})
+  for (const char* name :
+       {"../outside.h", "sub/../a.h", "./a.h", "sub//b.h", "/etc/hostname", "", "sub/"})
     CHECK_FALSE_MESSAGE(reader.resolve(name).has_value(), name);
   CHECK(reader.counts().probes == 0);
 }
@@ -184,7 +185,8 @@ TEST_CASE("resolving a whole set on several threads gives the answers one by one
   for (int i = 0; i < 300; ++i) {
     // Spread over both directories and subtrees; some shadowed, some missing.
     std::string name = (i % 3 == 0 ? "x/" : "y/") + std::to_string(i) + ".h";
-    test::write_file(dir / ((i % 5 == 0 ? "a/" : "b/") + name), "#define H " + std::to_string(i) + "\n");
+    test::write_file(dir / ((i % 5 == 0 ? "a/" : "b/") + name),
+                     "#define H " + std::to_string(i) + "\n");
     if (i % 7 == 0 && i % 3 == 0)
       test::write_file(dir / ("b/" + name), "#define SHADOWED\n");
     set.push_back({name, 1, {}});

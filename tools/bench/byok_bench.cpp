@@ -140,7 +140,8 @@ int run_byok_bench(int argc, char** argv) {
         (void)llvm::sys::fs::remove_directories(hints_dir);
       runtime::Engine engine(config);
       auto start = std::chrono::steady_clock::now();
-      runtime::KernelId id = must(engine.add_kernel(examples::cute_scale_kernel(config, source, cutlass)), "define");
+      runtime::KernelId id =
+          must(engine.add_kernel(examples::cute_scale_kernel(config, source, cutlass)), "define");
       result.define_us.push_back(seconds_since(start) * 1e6);
       for (size_t t = 0; t < tiles.size(); ++t) {
         auto variant_start = std::chrono::steady_clock::now();
@@ -190,27 +191,26 @@ int run_byok_bench(int argc, char** argv) {
   llvm::json::Array compiles;
   for (double s : compile_s)
     compiles.push_back(s);
-  return write_report(json,
-                      llvm::json::Object{{"compile_s", std::move(compiles)},
-                                         {"ready_us_per_variant", ready},
-                                         {"define_us", median(hinted.define_us)},
-                                         {"first_variant_us", median(hinted.first_us)},
-                                         {"later_variant_us", median(hinted.later_us)},
-                                         {"engines", engines},
-                                         {"headers_checked", headers},
-                                         {"headers_from_hints", hinted.last.headers_from_hints},
-                                         {"without_hints",
-                                          llvm::json::Object{
-                                              {"ready_us_per_variant", median(unhinted.ready_us)},
-                                              {"first_variant_us", median(unhinted.first_us)},
-                                              {"headers_hashed", unhinted.last.headers_hashed}}},
-                                         {"check_us",
-                                          llvm::json::Object{
-                                              {"manifest", check.manifest_us},
-                                              {"hint_file", check.hints_us},
-                                              {"headers_with_hints", check.hinted_us},
-                                              {"headers_without_hints", check.hashed_us},
-                                              {"stats_with_hints", check.hinted.probes}}}})
+  return write_report(
+             json,
+             llvm::json::Object{
+                 {"compile_s", std::move(compiles)},
+                 {"ready_us_per_variant", ready},
+                 {"define_us", median(hinted.define_us)},
+                 {"first_variant_us", median(hinted.first_us)},
+                 {"later_variant_us", median(hinted.later_us)},
+                 {"engines", engines},
+                 {"headers_checked", headers},
+                 {"headers_from_hints", hinted.last.headers_from_hints},
+                 {"without_hints",
+                  llvm::json::Object{{"ready_us_per_variant", median(unhinted.ready_us)},
+                                     {"first_variant_us", median(unhinted.first_us)},
+                                     {"headers_hashed", unhinted.last.headers_hashed}}},
+                 {"check_us", llvm::json::Object{{"manifest", check.manifest_us},
+                                                 {"hint_file", check.hints_us},
+                                                 {"headers_with_hints", check.hinted_us},
+                                                 {"headers_without_hints", check.hashed_us},
+                                                 {"stats_with_hints", check.hinted.probes}}}})
              ? 0
              : 1;
 }
