@@ -3,7 +3,10 @@
 #include "cache/store_layout.h"
 #include "support/error.h"
 
+#include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/JSON.h>
+
+#include <optional>
 
 namespace specjit::cache {
 
@@ -45,6 +48,96 @@ llvm::Expected<DependencySet> set_from_json(const llvm::json::Value& value) {
   return set;
 }
 
+// The body exactly as encode_deps_manifest writes it (llvm::json's compact printing, keys
+// sorted), read without building a JSON tree: llvm::json::parse copies every element of an
+// array each time the array grows, which made it most of a fresh process's header check.
+// nullopt for anything else (whitespace, escapes, non-ASCII, another order, a bad value):
+// the general parser then decides, so both accept the same files with the same meaning.
+class CanonicalScanner {
+public:
+  explicit CanonicalScanner(llvm::StringRef body) : m_rest(body) {}
+
+  std::optional<std::vector<DependencySet>> sets(const Digest128& definition) {
+    std::optional<llvm::StringRef> named;
+    if (!literal("{\"definition\":") || !(named = plain_string()) || *named != definition.hex() ||
+        !literal(",\"sets\":["))
+      return std::nullopt;
+    std::vector<DependencySet> result;
+    if (literal("]"))
+      return end() ? std::optional(std::move(result)) : std::nullopt;
+    do {
+      std::optional<DependencySet> one = set();
+      if (!one)
+        return std::nullopt;
+      result.push_back(std::move(*one));
+    } while (literal(","));
+    if (!literal("]") || !end())
+      return std::nullopt;
+    return result;
+  }
+
+private:
+  std::optional<DependencySet> set() {
+    if (!literal("["))
+      return std::nullopt;
+    DependencySet result;
+    if (literal("]"))
+      return result;
+    do {
+      HeaderDependency header;
+      std::optional<Digest128> hashed;
+      std::optional<uint32_t> dir;
+      std::optional<llvm::StringRef> name;
+      if (!literal("{\"digest\":") || !(hashed = digest()) || !literal(",\"dir\":") ||
+          !(dir = index()) || !literal(",\"name\":") || !(name = plain_string()) || name->empty() ||
+          !literal("}"))
+        return std::nullopt;
+      result.push_back({name->str(), *dir, *hashed});
+    } while (literal(","));
+    if (!literal("]"))
+      return std::nullopt;
+    return result;
+  }
+
+  bool literal(llvm::StringRef text) { return m_rest.consume_front(text); }
+  bool end() { return literal("}") && m_rest.empty(); }
+
+  std::optional<Digest128> digest() {
+    std::optional<llvm::StringRef> text = plain_string();
+    return text && text->size() == 32 ? Digest128::from_hex(*text) : std::nullopt;
+  }
+
+  // A string without escapes, control characters or non-ASCII bytes.
+  std::optional<llvm::StringRef> plain_string() {
+    if (!literal("\""))
+      return std::nullopt;
+    size_t end = m_rest.find_if([](char c) {
+      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 ||
+             static_cast<unsigned char>(c) >= 0x80;
+    });
+    if (end == llvm::StringRef::npos || m_rest[end] != '"')
+      return std::nullopt;
+    llvm::StringRef text = m_rest.take_front(end);
+    m_rest = m_rest.drop_front(end + 1);
+    return text;
+  }
+
+  // A directory index as llvm::json prints it: decimal, no sign, no leading zero.
+  std::optional<uint32_t> index() {
+    size_t digits = 0;
+    while (digits < m_rest.size() && digits < 11 && llvm::isDigit(m_rest[digits]))
+      ++digits;
+    uint64_t value = 0;
+    if (digits == 0 || (digits > 1 && m_rest[0] == '0') ||
+        m_rest.take_front(digits).getAsInteger(10, value) || value > UINT32_MAX)
+      return std::nullopt;
+    m_rest = m_rest.drop_front(digits);
+    return static_cast<uint32_t>(value);
+  }
+
+  llvm::StringRef m_rest;
+};
+
 std::string manifest_path(const LayerPaths& layer, const Digest128& definition) {
   return layer.deps() + "/" + definition.hex() + ".json";
 }
@@ -71,6 +164,8 @@ llvm::Expected<std::vector<DependencySet>> decode_deps_manifest(llvm::StringRef 
   std::optional<Digest128> expected = Digest128::from_hex(checksum);
   if (!expected || hash128(body) != *expected)
     return corrupt("checksum mismatch");
+  if (std::optional<std::vector<DependencySet>> sets = CanonicalScanner(body).sets(definition))
+    return std::move(*sets);
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(body);
   if (!value)
     return corrupt(llvm::toString(value.takeError()));

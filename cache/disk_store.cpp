@@ -214,14 +214,17 @@ std::optional<LoadedEntry> DiskStore::root_entry(const Digest128& key,
 
 namespace {
 
-// Writes the temp file completely and durably; the caller renames it into place.
-llvm::Error write_durably(UniqueFd& fd, const std::string& temp, llvm::StringRef bytes) {
+// Writes the temp file completely (and durably unless told otherwise); the caller renames it
+// into place.
+llvm::Error write_temp(UniqueFd& fd, const std::string& temp, llvm::StringRef bytes,
+                       Durability durability) {
   if (int err = write_all(fd.get(), temp, bytes))
     return io_error(IoOp::write, temp, err);
   // Without fsync a crash after the rename could publish a name whose data never reached the
   // disk: exactly the corrupt entry the checksum would then have to catch.
-  if (int err = sync_file(fd.get(), temp))
-    return io_error(IoOp::fsync, temp, err);
+  if (durability == Durability::synced)
+    if (int err = sync_file(fd.get(), temp))
+      return io_error(IoOp::fsync, temp, err);
   if (int err = close_file(fd, temp))
     return io_error(IoOp::close, temp, err);
   return llvm::Error::success();
@@ -230,17 +233,18 @@ llvm::Error write_durably(UniqueFd& fd, const std::string& temp, llvm::StringRef
 // Publishes `bytes` as `name` in `dir` through a uniquely named temp file in `tmp`. No temp
 // file survives a failure.
 llvm::Error publish_file(const DirHandle& tmp, const DirHandle& dir, llvm::StringRef name,
-                         llvm::StringRef bytes) {
+                         llvm::StringRef bytes, Durability durability = Durability::synced,
+                         mode_t mode = 0644) {
   int err = EEXIST;
   std::string temp;
   UniqueFd fd;
   for (int attempt = 0; attempt < 8 && err == EEXIST; ++attempt) {
     temp = name.str() + "." + unique_suffix() + ".tmp";
-    err = open_at(tmp.fd(), temp, tmp.path_of(temp), O_WRONLY | O_CREAT | O_EXCL, 0644, fd);
+    err = open_at(tmp.fd(), temp, tmp.path_of(temp), O_WRONLY | O_CREAT | O_EXCL, mode, fd);
   }
   if (err)
     return io_error(IoOp::open, tmp.path_of(temp), err);
-  llvm::Error error = write_durably(fd, tmp.path_of(temp), bytes);
+  llvm::Error error = write_temp(fd, tmp.path_of(temp), bytes, durability);
   if (!error)
     if (int rename_err = rename_at(tmp.fd(), temp, dir.fd(), name, dir.path_of(name)))
       error = io_error(IoOp::rename, dir.path_of(name), rename_err);
@@ -273,7 +277,8 @@ llvm::Expected<DirHandle> DiskStore::kernel_dir_for_publish(llvm::StringRef dir_
 }
 
 llvm::Error DiskStore::publish_root_file(llvm::StringRef subdir, llvm::StringRef name,
-                                         llvm::StringRef bytes) {
+                                         llvm::StringRef bytes, Durability durability,
+                                         mode_t mode) {
   if (!writable())
     return make_error(Errc::io, "cache root is not writable: {}", m_unusable_reason);
   llvm::Expected<DirHandle> tmp = open_root_subdir(m_options.root, "tmp");
@@ -282,9 +287,10 @@ llvm::Error DiskStore::publish_root_file(llvm::StringRef subdir, llvm::StringRef
   llvm::Expected<DirHandle> dir = open_root_subdir(m_options.root, subdir);
   if (!dir)
     return dir.takeError();
-  if (llvm::Error error = publish_file(*tmp, *dir, name, bytes))
+  if (llvm::Error error = publish_file(*tmp, *dir, name, bytes, durability, mode))
     return error;
-  sync_directory(*dir);
+  if (durability == Durability::synced)
+    sync_directory(*dir);
   return llvm::Error::success();
 }
 

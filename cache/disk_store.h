@@ -10,6 +10,7 @@
 //   <root>/v1/corrupt/                         entries that failed verification, moved aside
 //   <root>/v1/locks/<key hex>.lock             per-key compile locks (advisory, optional)
 //   <root>/v1/deps/<definition hex>.json       header dependency manifests (deps_manifest.h)
+//   <root>/v1/hints/<definition hex>.hints     this user's stat hints for them (stat_hints.h)
 //
 // Every directory below a root or layer is opened from the one above with O_NOFOLLOW and its
 // owner and mode checked on the descriptor (dir_handle.h); files are opened relative to it.
@@ -34,6 +35,8 @@
 
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -46,6 +49,10 @@ namespace specjit::cache {
 
 class DirHandle;
 struct Layer;
+
+// Whether a published root file must survive a crash (fsync of the file and its directory):
+// entries and manifests are; a memo that is only ever a shortcut (stat hints) need not be.
+enum class Durability { synced, best_effort };
 
 struct StoreOptions {
   std::string root;                         // the writable root (created on first publish)
@@ -165,9 +172,10 @@ public:
   // The entry of `key` in the root, when it is there and verifies (import's conflict check).
   std::optional<LoadedEntry> root_entry(const Digest128& key, llvm::StringRef kernel) const;
   // Atomically writes a small file of the root other than an entry (a dependency manifest:
-  // subdir "deps") through a temp file and the checked directory handles.
-  llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name,
-                                llvm::StringRef bytes);
+  // subdir "deps"; stat hints: "hints", best effort and private) through a temp file and the
+  // checked directory handles.
+  llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name, llvm::StringRef bytes,
+                                Durability durability = Durability::synced, mode_t mode = 0644);
 
   // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors (ENOSPC, EACCES, ...) are SpecjitError
   // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused

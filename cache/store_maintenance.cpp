@@ -245,7 +245,7 @@ ClearResult DiskStore::clear() {
       // Only succeeds when empty; never removes through a link (unlinkat on the name).
       (void)unlink_at(top.entries.fd(), name, top.entries.path_of(name), AT_REMOVEDIR);
     }
-  for (llvm::StringRef sub : {"tmp", "corrupt", "locks", "deps"}) {
+  for (llvm::StringRef sub : {"tmp", "corrupt", "locks", "deps", "hints"}) {
     llvm::Expected<DirHandle> dir = open_root_subdir(m_options.root, sub);
     if (!dir) {
       llvm::consumeError(dir.takeError());

@@ -551,6 +551,8 @@ EngineStats Engine::stats() const {
   stats.lock_waits = c.lock_waits.load();
   stats.lock_wait_ms_total = static_cast<double>(c.lock_wait_us_total.load()) / 1000.0;
   stats.lock_wait_ms_max = static_cast<double>(c.lock_wait_us_max.load()) / 1000.0;
+  stats.headers_hashed = c.headers_hashed.load();
+  stats.headers_from_hints = c.headers_from_hints.load();
   return stats;
 }
 

@@ -102,6 +102,10 @@ struct EngineStats {
   uint64_t lock_waits = 0;
   double lock_wait_ms_total = 0;
   double lock_wait_ms_max = 0;
+  // Definitions with include directories: headers whose digests direct mode's checks and the
+  // compiles' dependency records hashed, and those a stat hint vouched for instead.
+  uint64_t headers_hashed = 0;
+  uint64_t headers_from_hints = 0;
 };
 
 class Engine {

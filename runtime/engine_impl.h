@@ -71,6 +71,7 @@ struct Counters {
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0}, failures{0},
       corrupt_entries{0}, write_failures{0}, storms{0};
   std::atomic<uint64_t> lock_waits{0}, lock_wait_us_total{0}, lock_wait_us_max{0};
+  std::atomic<uint64_t> headers_hashed{0}, headers_from_hints{0};
   // One take of a key's compile lock: `waited` when another process held it (it published the
   // key meanwhile) or the take gave up.
   void note_lock_take(std::chrono::steady_clock::duration took, bool waited) {

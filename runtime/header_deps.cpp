@@ -4,7 +4,6 @@
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
 #include <algorithm>
@@ -12,14 +11,6 @@
 namespace specjit::runtime {
 
 namespace {
-
-std::optional<Digest128> file_digest(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return std::nullopt;
-  return hash128((*buffer)->getBuffer());
-}
 
 // `path` relative to `dir` when it lies below it.
 std::optional<std::string> relative_to(llvm::StringRef path, llvm::StringRef dir) {
@@ -46,19 +37,18 @@ std::optional<std::pair<uint32_t, std::string>> locate(const std::string& file,
   return std::nullopt;
 }
 
-// The first include directory holding `name`, as the direct-mode check resolves it.
-std::optional<uint32_t> first_holder(const std::string& name, llvm::ArrayRef<std::string> dirs) {
-  for (uint32_t i = 0; i < dirs.size(); ++i)
-    if (llvm::sys::fs::is_regular_file(dirs[i] + "/" + name))
-      return i;
-  return std::nullopt;
-}
-
 } // namespace
 
 llvm::Expected<cache::DependencySet>
 dependencies_of(llvm::ArrayRef<std::string> included_files,
                 llvm::ArrayRef<std::string> include_dirs) {
+  HeaderReader reader(include_dirs);
+  return dependencies_of(included_files, include_dirs, reader);
+}
+
+llvm::Expected<cache::DependencySet> dependencies_of(llvm::ArrayRef<std::string> included_files,
+                                                     llvm::ArrayRef<std::string> include_dirs,
+                                                     HeaderReader& reader) {
   cache::DependencySet set;
   for (const std::string& file : included_files) {
     auto located = locate(file, include_dirs);
@@ -67,7 +57,7 @@ dependencies_of(llvm::ArrayRef<std::string> included_files,
                         "the compile read '{}', which lies in none of the include directories; "
                         "its contents could not be keyed, so the variant is not cached",
                         file);
-    std::optional<Digest128> digest = file_digest(file);
+    std::optional<Digest128> digest = reader.hash_path(file);
     if (!digest)
       return make_error(Errc::io, "header '{}' cannot be read for its digest", file);
     set.push_back({std::move(located->second), located->first, *digest});
@@ -92,18 +82,24 @@ Digest128 dependency_source_digest(const Digest128& definition, const cache::Dep
 
 std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set,
                                                  llvm::ArrayRef<std::string> include_dirs) {
+  HeaderReader reader(include_dirs);
+  return check_dependency_set(set, reader);
+}
+
+std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set,
+                                                 HeaderReader& reader) {
+  reader.resolve_all(set);
   for (const cache::HeaderDependency& header : set) {
-    std::optional<uint32_t> holder = first_holder(header.name, include_dirs);
-    if (!holder)
+    std::optional<HeaderReader::Resolved> found = reader.resolve(header.name);
+    if (!found)
       return HeaderChange{header.name, header.digest.hex(), "(missing)"};
-    if (*holder != header.include_dir)
+    if (found->include_dir != header.include_dir)
       return HeaderChange{header.name, header.digest.hex(),
-                          "(now found in include dir " + std::to_string(*holder) + ")"};
-    std::optional<Digest128> digest = file_digest(include_dirs[*holder] + "/" + header.name);
-    if (!digest)
+                          "(now found in include dir " + std::to_string(found->include_dir) + ")"};
+    if (!found->digest) // found by its status, but it cannot be read
       return HeaderChange{header.name, header.digest.hex(), "(missing)"};
-    if (*digest != header.digest)
-      return HeaderChange{header.name, header.digest.hex(), digest->hex()};
+    if (*found->digest != header.digest)
+      return HeaderChange{header.name, header.digest.hex(), found->digest->hex()};
   }
   return std::nullopt;
 }

@@ -3,6 +3,8 @@
 // they give, and the direct-mode check of a stored set against the file system.
 #pragma once
 
+#include "runtime/header_reader.h"
+
 #include "cache/deps_manifest.h"
 #include "support/hash.h"
 
@@ -15,8 +17,12 @@
 namespace specjit::runtime {
 
 // Maps each file a compile read (jit::CompiledKernel::included_files) to the first of the
-// canonical include directories that holds it, and hashes its bytes. A file outside every
-// include directory, or one that cannot be read, is an error naming it.
+// canonical include directories that holds it, and hashes its bytes (through `reader`, which
+// records stat hints when it has them). A file outside every include directory, or one that
+// cannot be read, is an error naming it.
+llvm::Expected<cache::DependencySet> dependencies_of(llvm::ArrayRef<std::string> included_files,
+                                                     llvm::ArrayRef<std::string> include_dirs,
+                                                     HeaderReader& reader);
 llvm::Expected<cache::DependencySet>
 dependencies_of(llvm::ArrayRef<std::string> included_files,
                 llvm::ArrayRef<std::string> include_dirs);
@@ -34,7 +40,10 @@ struct HeaderChange {
   std::string requested; // the digest now, "(missing)" or "(now found in include dir N)"
 };
 // Resolves every header of `set` through the include directories again, in order (the first
-// directory holding the name wins) and compares. nullopt: the set holds.
+// directory holding the name wins) and compares. nullopt: the set holds. With a reader made on
+// the same include directories, several sets share what it already resolved and hashed.
+std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set,
+                                                 HeaderReader& reader);
 std::optional<HeaderChange> check_dependency_set(const cache::DependencySet& set,
                                                  llvm::ArrayRef<std::string> include_dirs);
 

@@ -7,7 +7,12 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace specjit::runtime {
 
@@ -16,15 +21,19 @@ llvm::Expected<std::string> canonical_include_dir(llvm::StringRef kernel_id, llv
   if (std::error_code ec = llvm::sys::fs::real_path(dir, real))
     return make_error(Errc::not_found, "kernel {}: include directory '{}' is not usable: {}",
                       kernel_id.str(), dir.str(), ec.message());
-  if (!llvm::sys::fs::is_directory(real))
+  // Opening it proves a readable directory without reading its entries (a large tree's
+  // top-level listing costs a fresh process more than the rest of the definition).
+  std::string path = real.str().str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int err = fd < 0 ? errno : 0;
+  if (err == ENOTDIR)
     return make_error(Errc::not_found, "kernel {}: include directory '{}' is not a directory",
                       kernel_id.str(), dir.str());
-  std::error_code ec;
-  llvm::sys::fs::directory_iterator probe(real, ec);
-  if (ec)
+  if (fd < 0)
     return make_error(Errc::io, "kernel {}: include directory '{}' cannot be read: {}",
-                      kernel_id.str(), dir.str(), ec.message());
-  return real.str().str();
+                      kernel_id.str(), dir.str(), std::strerror(err));
+  ::close(fd);
+  return path;
 }
 
 namespace {
@@ -33,7 +42,7 @@ llvm::Error read_source_file(const KernelDef& def, jit::CompileRequest& request)
   auto buffer = llvm::MemoryBuffer::getFile(def.source.name, /*IsText=*/true);
   if (!buffer)
     return make_error(buffer.getError() == std::errc::no_such_file_or_directory ? Errc::not_found
-                                                                                  : Errc::io,
+                                                                                : Errc::io,
                       "kernel {}: source file '{}' cannot be read: {}", def.id, def.source.name,
                       buffer.getError().message());
   request.source_text = (*buffer)->getBuffer().str();

@@ -25,6 +25,21 @@ Digest128 hash128(llvm::StringRef bytes) {
 
 uint64_t hash64(const void* data, size_t size) { return XXH3_64bits(data, size); }
 
+ByteHasher::ByteHasher() : m_state(XXH3_createState()) {
+  XXH3_128bits_reset(static_cast<XXH3_state_t*>(m_state));
+}
+
+ByteHasher::~ByteHasher() { XXH3_freeState(static_cast<XXH3_state_t*>(m_state)); }
+
+void ByteHasher::update(llvm::StringRef bytes) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(m_state), bytes.data(), bytes.size());
+}
+
+Digest128 ByteHasher::finish() const {
+  XXH128_hash_t h = XXH3_128bits_digest(static_cast<XXH3_state_t*>(m_state));
+  return {h.high64, h.low64};
+}
+
 FieldHasher::FieldHasher() : m_state(XXH3_createState()) {
   XXH3_128bits_reset(static_cast<XXH3_state_t*>(m_state));
 }

@@ -24,6 +24,22 @@ struct Digest128 {
 Digest128 hash128(llvm::StringRef bytes);
 uint64_t hash64(const void* data, size_t size);
 
+// Streaming XXH3-128 over plain bytes: the same digest as hash128 of their concatenation, for
+// contents read in pieces (a large header through a small buffer).
+class ByteHasher {
+public:
+  ByteHasher();
+  ~ByteHasher();
+  ByteHasher(const ByteHasher&) = delete;
+  ByteHasher& operator=(const ByteHasher&) = delete;
+
+  void update(llvm::StringRef bytes);
+  Digest128 finish() const;
+
+private:
+  void* m_state; // XXH3_state_t
+};
+
 // Streaming XXH3-128 over tagged fields.
 class FieldHasher {
 public:

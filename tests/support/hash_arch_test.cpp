@@ -25,6 +25,19 @@ TEST_CASE("the same fields hash the same; a tag or value change changes the dige
   CHECK_FALSE(digest("n", 5) == digest("m", 5));
 }
 
+TEST_CASE("bytes hashed in pieces give the digest of the whole") {
+  std::string bytes;
+  for (uint32_t i = 0; i < 300000; ++i)
+    bytes.push_back(static_cast<char>((i * 7919u) >> 3));
+  for (size_t piece : {size_t{1}, size_t{240}, size_t{65536}, bytes.size()}) {
+    ByteHasher hasher;
+    for (size_t at = 0; at < bytes.size(); at += piece)
+      hasher.update(llvm::StringRef(bytes).substr(at, piece));
+    CHECK(hasher.finish() == hash128(bytes));
+  }
+  CHECK(ByteHasher().finish() == hash128(""));
+}
+
 TEST_CASE("digests round-trip through hex") {
   Digest128 d = hash128("specjit");
   CHECK(d.hex().size() == 32);
