@@ -214,14 +214,16 @@ std::optional<LoadedEntry> DiskStore::root_entry(const Digest128& key,
 
 namespace {
 
-// Writes the temp file completely and durably; the caller renames it into place.
-llvm::Error write_durably(UniqueFd& fd, const std::string& temp, llvm::StringRef bytes) {
+// Writes the temp file completely (and durably when asked); the caller renames it into place.
+llvm::Error write_temp(UniqueFd& fd, const std::string& temp, llvm::StringRef bytes,
+                       Durability durability) {
   if (int err = write_all(fd.get(), temp, bytes))
     return io_error(IoOp::write, temp, err);
   // Without fsync a crash after the rename could publish a name whose data never reached the
   // disk: exactly the corrupt entry the checksum would then have to catch.
-  if (int err = sync_file(fd.get(), temp))
-    return io_error(IoOp::fsync, temp, err);
+  if (durability == Durability::durable)
+    if (int err = sync_file(fd.get(), temp))
+      return io_error(IoOp::fsync, temp, err);
   if (int err = close_file(fd, temp))
     return io_error(IoOp::close, temp, err);
   return llvm::Error::success();
@@ -230,7 +232,7 @@ llvm::Error write_durably(UniqueFd& fd, const std::string& temp, llvm::StringRef
 // Publishes `bytes` as `name` in `dir` through a uniquely named temp file in `tmp`. No temp
 // file survives a failure.
 llvm::Error publish_file(const DirHandle& tmp, const DirHandle& dir, llvm::StringRef name,
-                         llvm::StringRef bytes) {
+                         llvm::StringRef bytes, Durability durability) {
   int err = EEXIST;
   std::string temp;
   UniqueFd fd;
@@ -240,7 +242,7 @@ llvm::Error publish_file(const DirHandle& tmp, const DirHandle& dir, llvm::Strin
   }
   if (err)
     return io_error(IoOp::open, tmp.path_of(temp), err);
-  llvm::Error error = write_durably(fd, tmp.path_of(temp), bytes);
+  llvm::Error error = write_temp(fd, tmp.path_of(temp), bytes, durability);
   if (!error)
     if (int rename_err = rename_at(tmp.fd(), temp, dir.fd(), name, dir.path_of(name)))
       error = io_error(IoOp::rename, dir.path_of(name), rename_err);
@@ -282,14 +284,14 @@ llvm::Error DiskStore::publish_root_file(llvm::StringRef subdir, llvm::StringRef
   llvm::Expected<DirHandle> dir = open_root_subdir(m_options.root, subdir);
   if (!dir)
     return dir.takeError();
-  if (llvm::Error error = publish_file(*tmp, *dir, name, bytes))
+  if (llvm::Error error = publish_file(*tmp, *dir, name, bytes, Durability::durable))
     return error;
   sync_directory(*dir);
   return llvm::Error::success();
 }
 
 llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
-                               llvm::StringRef entry_bytes) {
+                               llvm::StringRef entry_bytes, Durability durability) {
   if (!writable())
     return make_error(Errc::io, "cache root is not writable: {}", m_unusable_reason);
   // Never publish what a reader would reject: a broken writer must not poison other processes.
@@ -312,11 +314,13 @@ llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
   // The tag goes first: a reader that sees the entry also sees its tag.
   if (m_trust_key)
     if (llvm::Error error = publish_file(*tmp, *dir, tag_name(key),
-                                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes))))
+                                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes)),
+                                         durability))
       return error;
-  if (llvm::Error error = publish_file(*tmp, *dir, name, entry_bytes))
+  if (llvm::Error error = publish_file(*tmp, *dir, name, entry_bytes, durability))
     return error;
-  sync_directory(*dir);
+  if (durability == Durability::durable)
+    sync_directory(*dir);
   if (m_options.max_bytes != 0)
     prune(m_options.max_bytes);
   return llvm::Error::success();
