@@ -313,9 +313,9 @@ llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
     (void)move_aside(*dir, name);
   // The tag goes first: a reader that sees the entry also sees its tag.
   if (m_trust_key)
-    if (llvm::Error error = publish_file(*tmp, *dir, tag_name(key),
-                                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes)),
-                                         durability))
+    if (llvm::Error error =
+            publish_file(*tmp, *dir, tag_name(key),
+                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes)), durability))
       return error;
   if (llvm::Error error = publish_file(*tmp, *dir, name, entry_bytes, durability))
     return error;
