@@ -21,7 +21,7 @@ namespace {
 
 // How many fsync calls a publish made, and on what.
 struct Syncs {
-  int files = 0; // temp files (entries and tags), before their rename
+  int files = 0;  // temp files (entries and tags), before their rename
   int others = 0; // directories
 };
 
