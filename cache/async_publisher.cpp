@@ -13,7 +13,7 @@ struct AsyncPublisher::State {
   std::condition_variable changed;
   std::deque<Job> queue;
   size_t in_flight = 0; // popped, not yet published
-  bool stopping = false;
+  bool closing = false; // the destructor runs: finish the queue, then return
   std::thread thread;
   pid_t thread_pid = -1; // the process the thread runs in
 };
@@ -33,7 +33,7 @@ AsyncPublisher::~AsyncPublisher() {
   }
   {
     std::lock_guard<std::mutex> lock(m_state->mutex);
-    m_state->stopping = true;
+    m_state->closing = true;
   }
   m_state->changed.notify_all();
   if (m_state->thread.joinable())
@@ -69,9 +69,9 @@ void AsyncPublisher::run() {
   State& state = *m_state;
   std::unique_lock<std::mutex> lock(state.mutex);
   for (;;) {
-    state.changed.wait(lock, [&] { return state.stopping || !state.queue.empty(); });
+    state.changed.wait(lock, [&] { return state.closing || !state.queue.empty(); });
     if (state.queue.empty())
-      return; // stopping, and everything is written
+      return; // closing, and everything is written
     Job job = std::move(state.queue.front());
     state.queue.pop_front();
     ++state.in_flight;

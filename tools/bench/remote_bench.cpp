@@ -157,7 +157,7 @@ int run_remote_bench(int argc, char** argv) {
   fmt::print("  of which fetch + verify: median {:.3f} ms, p99 {:.3f} ms (the rest: the local "
              "miss, queuing the local copy, the log)\n",
              median(fetch), percentile(fetch, 0.99));
-  fmt::print("  local copies that verify after the node stopped: {} of {}\n", fresh_local,
+  fmt::print("  local copies that verify once the node's engine is gone: {} of {}\n", fresh_local,
              variants);
   fmt::print("{} cold nodes at once: {} compiles for {} distinct keys in {:.2f} s, {} failed\n",
              nodes, fleet_compiles, variants, fleet_s, failed);

@@ -100,7 +100,7 @@ std::optional<llvm::json::Object> read_result(const std::string& path) {
 
 // Starts every rank blocked on the release pipe, releases them, waits for all. False (with a
 // message per failed rank) when any rank did not finish with a result.
-// Reads one byte per rank from the ranks' "set up" pipe; stops early when every write end is
+// Reads one byte per rank from the ranks' "set up" pipe; returns early when every write end is
 // closed (a rank that died before its set-up was done: waitpid reports it).
 void wait_for_setups(int fd, int64_t ranks) {
   char bytes[64];
