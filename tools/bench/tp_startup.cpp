@@ -1,6 +1,6 @@
 // specjit-bench tp-startup: starts the ranks (fork + exec of this binary in its per-rank mode),
-// releases them at one instant, collects their results, runs again on the same root (warm),
-// and reports. See docs/bench/tp-startup.md.
+// releases them at one instant, then their ready phases once all are set up, collects their
+// results, runs again on the same root (warm), and reports. See docs/bench/tp-startup.md.
 #include "tp_startup.h"
 #include "tp_startup_data.h"
 

@@ -2,7 +2,8 @@
 // root, each making the same kernels ready (inverse-RoPE, DeepSeek-V3 TP8's MoE layer) and then
 // serving a trace of token counts; first on an empty root (cold), then again on the same root
 // (warm). The parent starts the ranks (this binary again, in a hidden per-rank mode), releases
-// them at one instant, and reads their results and the recompilation log.
+// them at one instant, releases their ready phases at one instant once all are set up, and
+// reads their results and the recompilation log.
 #pragma once
 
 #include "bench_common.h"
