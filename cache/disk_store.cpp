@@ -214,15 +214,14 @@ std::optional<LoadedEntry> DiskStore::root_entry(const Digest128& key,
 
 namespace {
 
-// Writes the temp file completely (and durably unless told otherwise); the caller renames it
-// into place.
+// Writes the temp file completely (and durably when asked); the caller renames it into place.
 llvm::Error write_temp(UniqueFd& fd, const std::string& temp, llvm::StringRef bytes,
                        Durability durability) {
   if (int err = write_all(fd.get(), temp, bytes))
     return io_error(IoOp::write, temp, err);
   // Without fsync a crash after the rename could publish a name whose data never reached the
   // disk: exactly the corrupt entry the checksum would then have to catch.
-  if (durability == Durability::synced)
+  if (durability == Durability::durable)
     if (int err = sync_file(fd.get(), temp))
       return io_error(IoOp::fsync, temp, err);
   if (int err = close_file(fd, temp))
@@ -233,7 +232,7 @@ llvm::Error write_temp(UniqueFd& fd, const std::string& temp, llvm::StringRef by
 // Publishes `bytes` as `name` in `dir` through a uniquely named temp file in `tmp`. No temp
 // file survives a failure.
 llvm::Error publish_file(const DirHandle& tmp, const DirHandle& dir, llvm::StringRef name,
-                         llvm::StringRef bytes, Durability durability = Durability::synced,
+                         llvm::StringRef bytes, Durability durability = Durability::durable,
                          mode_t mode = 0644) {
   int err = EEXIST;
   std::string temp;
@@ -289,13 +288,13 @@ llvm::Error DiskStore::publish_root_file(llvm::StringRef subdir, llvm::StringRef
     return dir.takeError();
   if (llvm::Error error = publish_file(*tmp, *dir, name, bytes, durability, mode))
     return error;
-  if (durability == Durability::synced)
+  if (durability == Durability::durable)
     sync_directory(*dir);
   return llvm::Error::success();
 }
 
 llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
-                               llvm::StringRef entry_bytes) {
+                               llvm::StringRef entry_bytes, Durability durability) {
   if (!writable())
     return make_error(Errc::io, "cache root is not writable: {}", m_unusable_reason);
   // Never publish what a reader would reject: a broken writer must not poison other processes.
@@ -317,12 +316,14 @@ llvm::Error DiskStore::publish(const Digest128& key, llvm::StringRef kernel,
     (void)move_aside(*dir, name);
   // The tag goes first: a reader that sees the entry also sees its tag.
   if (m_trust_key)
-    if (llvm::Error error = publish_file(*tmp, *dir, tag_name(key),
-                                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes))))
+    if (llvm::Error error =
+            publish_file(*tmp, *dir, tag_name(key),
+                         encode_tag_file(compute_tag(*m_trust_key, key, entry_bytes)), durability))
       return error;
-  if (llvm::Error error = publish_file(*tmp, *dir, name, entry_bytes))
+  if (llvm::Error error = publish_file(*tmp, *dir, name, entry_bytes, durability))
     return error;
-  sync_directory(*dir);
+  if (durability == Durability::durable)
+    sync_directory(*dir);
   if (m_options.max_bytes != 0)
     prune(m_options.max_bytes);
   return llvm::Error::success();

@@ -50,10 +50,6 @@ namespace specjit::cache {
 class DirHandle;
 struct Layer;
 
-// Whether a published root file must survive a crash (fsync of the file and its directory):
-// entries and manifests are; a memo that is only ever a shortcut (stat hints) need not be.
-enum class Durability { synced, best_effort };
-
 struct StoreOptions {
   std::string root;                         // the writable root (created on first publish)
   std::vector<std::string> readonly_layers; // searched after the root, never written
@@ -130,6 +126,19 @@ struct ClearResult {
   size_t failed = 0;  // entries that could not be removed
 };
 
+// How a publish treats the disk. Either way readers see the old name or the complete new file
+// (rename), never a partial one, while the machine stays up.
+enum class Durability {
+  // fsync of the file, then of its directory: the entry survives a crash. What a compile
+  // publishes: the bytes exist nowhere else.
+  durable,
+  // No fsync: after a crash the name may hold a torn or empty file, which every reader rejects
+  // (checksum, key digest) and moves aside: a miss, repaired by the next publish. For copies of
+  // bytes kept elsewhere (an entry fetched from the remote), where waiting for the disk would
+  // cost more than fetching them again; and memos that are only ever a shortcut (stat hints).
+  relaxed,
+};
+
 // What the construction-time checks of the root found (H1). Decided once: a store never
 // changes its mind while running (a failing write is reported by publish, nothing more).
 enum class RootState {
@@ -175,13 +184,15 @@ public:
   // subdir "deps"; stat hints: "hints", best effort and private) through a temp file and the
   // checked directory handles.
   llvm::Error publish_root_file(llvm::StringRef subdir, llvm::StringRef name, llvm::StringRef bytes,
-                                Durability durability = Durability::synced, mode_t mode = 0644);
+                                Durability durability = Durability::durable, mode_t mode = 0644);
 
-  // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors (ENOSPC, EACCES, ...) are SpecjitError
-  // Errc::io naming the path and errno text; bytes that do not decode under `key` are refused
-  // (Errc::invalid_argument). The caller logs them as write_failed and keeps going. No temp
-  // file survives a failed publish. Enforces max_bytes afterwards (LRU).
-  llvm::Error publish(const Digest128& key, llvm::StringRef kernel, llvm::StringRef entry_bytes);
+  // Atomically publishes an encoded entry (and, with a trust key, its tag first). Errors
+  // (ENOSPC, EACCES, ...) are SpecjitError Errc::io naming the path and errno text; bytes that
+  // do not decode under `key` are refused (Errc::invalid_argument). The caller logs them as
+  // write_failed and keeps going. No temp file survives a failed publish. Enforces max_bytes
+  // afterwards (LRU). `durability` (Durability) says whether it waits for the disk.
+  llvm::Error publish(const Digest128& key, llvm::StringRef kernel, llvm::StringRef entry_bytes,
+                      Durability durability = Durability::durable);
 
   CompileLock lock_for_compile(const Digest128& key);
 

@@ -195,7 +195,7 @@ llvm::Error publish_stat_hints(DiskStore& store, const Digest128& definition,
   if (!store.writable())
     return make_error(Errc::io, "cache root is not writable: {}", store.unusable_reason());
   return store.publish_root_file("hints", hints_name(definition),
-                                 encode_stat_hints(definition, hints), Durability::best_effort,
+                                 encode_stat_hints(definition, hints), Durability::relaxed,
                                  0600);
 }
 

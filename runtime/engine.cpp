@@ -33,7 +33,7 @@ Engine::Impl::Impl(const Config& config_in)
     : instance_id(next_instance_id()), config(config_in), store(store_options(config_in)),
       log(config_in.log_path(), config_in.log_max_bytes.value,
           in_root_log_opener(config_in, store)),
-      remote(open_remote_tier(config_in, log)) {
+      remote(open_remote_tier(config_in, store, log)) {
   // SPECJIT_STRICT means the deployment expects a complete cache: serving from the start.
   sealed = config.strict.value != StrictMode::off;
   if (store.writable())

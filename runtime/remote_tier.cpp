@@ -50,14 +50,14 @@ open_remote_store(const Config& config, cache::RemoteListener listener) {
                                               std::move(listener));
 }
 
-std::unique_ptr<RemoteTier> open_remote_tier(const Config& config, EventLog& log) {
+std::unique_ptr<RemoteTier> open_remote_tier(const Config& config, cache::DiskStore& local,
+                                             EventLog& log) {
   if (!config.remote.value)
     return nullptr;
   std::string where = config.remote.value->redacted();
   // The log outlives the tier (both belong to the engine).
   cache::RemoteListener listener = [&log, where](const cache::RemoteTransition& change) {
-    llvm::json::Object event{{"event", change.up ? "remote_up" : "remote_down"},
-                             {"remote", where}};
+    llvm::json::Object event{{"event", change.up ? "remote_up" : "remote_down"}, {"remote", where}};
     if (!change.up) {
       event["detail"] = change.detail;
       event["backoff_ms"] = change.backoff_ms;
@@ -72,12 +72,13 @@ std::unique_ptr<RemoteTier> open_remote_tier(const Config& config, EventLog& log
     log_warning(llvm::Twine("the remote cache is off: ") + llvm::toString(store.takeError()));
     return nullptr;
   }
-  return std::make_unique<RemoteTier>(std::move(*store), log, config.trust_key_file.value);
+  return std::make_unique<RemoteTier>(std::move(*store), local, log, config.trust_key_file.value);
 }
 
-RemoteTier::RemoteTier(std::unique_ptr<cache::RemoteStore> store, EventLog& log,
-                       const std::string& trust_key_file)
-    : m_store(std::move(store)), m_log(log), m_trust_required(!trust_key_file.empty()) {
+RemoteTier::RemoteTier(std::unique_ptr<cache::RemoteStore> store, cache::DiskStore& local,
+                       EventLog& log, const std::string& trust_key_file)
+    : m_store(std::move(store)), m_log(log), m_trust_required(!trust_key_file.empty()),
+      m_copies(local) {
   if (!m_trust_required)
     return;
   // A key that cannot be loaded trusts nothing fetched (the disk store says why, once).
@@ -97,29 +98,33 @@ void RemoteTier::write_event(const llvm::json::Object& base, llvm::StringRef nam
 }
 
 std::optional<RemoteEntry> RemoteTier::verify(const Digest128& key, std::string value,
-                                              cache::DiskStore& local,
                                               const llvm::json::Object& base, double ms) {
-  RemoteEntry found{std::make_unique<std::string>(std::move(value)), {}};
-  auto bytes = cache::remote_value_decode(*found.value, key, m_store->url().max_value_bytes, trust());
+  RemoteEntry found{std::make_shared<const std::string>(std::move(value)), {}};
+  auto bytes =
+      cache::remote_value_decode(*found.value, key, m_store->url().max_value_bytes, trust());
   llvm::Expected<cache::DecodedEntry> decoded =
       bytes ? cache::decode_entry(*bytes, key) : bytes.takeError();
   if (!decoded) {
-    write_event(base, "remote_corrupt", llvm::json::Object{{"detail", llvm::toString(decoded.takeError())}});
+    write_event(base, "remote_corrupt",
+                llvm::json::Object{{"detail", llvm::toString(decoded.takeError())}});
     return std::nullopt;
   }
   found.entry = std::move(*decoded);
-  if (local.writable()) {
-    if (auto err = local.publish(key, found.entry.metadata.key_inputs.kernel, *bytes))
-      write_event(base, "write_failed",
-                  llvm::json::Object{{"path", local.entry_path(key, found.entry.metadata.key_inputs.kernel)},
-                   {"detail", llvm::toString(std::move(err))}});
-  }
+  // The bytes are used now; their local copy is written behind the request, unsynced: the
+  // remote still holds them, and a copy torn by a crash is a verified miss.
+  std::string kernel = found.entry.metadata.key_inputs.kernel;
+  llvm::json::Object failed(base);
+  m_copies.enqueue({key, std::move(kernel), found.value, *bytes,
+                    [this, failed = std::move(failed)](const std::string& path, llvm::Error error) {
+                      write_event(failed, "write_failed",
+                                  llvm::json::Object{{"path", path},
+                                                     {"detail", llvm::toString(std::move(error))}});
+                    }});
   write_event(base, "remote_hit", llvm::json::Object{{"ms", ms + 0.0}, {"layer", "remote"}});
   return found;
 }
 
-std::optional<RemoteEntry> RemoteTier::fetch(const Digest128& key, cache::DiskStore& local,
-                                             const llvm::json::Object& base) {
+std::optional<RemoteEntry> RemoteTier::fetch(const Digest128& key, const llvm::json::Object& base) {
   auto start = std::chrono::steady_clock::now();
   auto value = m_store->get(cache::remote_entry_name(key), m_store->url().max_value_bytes);
   if (!value) {
@@ -128,11 +133,10 @@ std::optional<RemoteEntry> RemoteTier::fetch(const Digest128& key, cache::DiskSt
   }
   if (!*value)
     return std::nullopt;
-  return verify(key, std::move(**value), local, base, milliseconds_since(start));
+  return verify(key, std::move(**value), base, milliseconds_since(start));
 }
 
-RemoteTier::Flight RemoteTier::single_flight(const Digest128& key, cache::DiskStore& local,
-                                             const llvm::json::Object& base) {
+RemoteTier::Flight RemoteTier::single_flight(const Digest128& key, const llvm::json::Object& base) {
   Flight flight;
   if (read_only() || m_store->backing_off())
     return flight;
@@ -142,9 +146,11 @@ RemoteTier::Flight RemoteTier::single_flight(const Digest128& key, cache::DiskSt
   if (wait.contended)
     write_event(base, "remote_wait",
                 llvm::json::Object{{"ms", static_cast<int64_t>(wait.waited_ms)},
-                 {"outcome", wait.value ? "published" : flight.lock.held() ? "locked" : "gave_up"}});
+                                   {"outcome", wait.value           ? "published"
+                                               : flight.lock.held() ? "locked"
+                                                                    : "gave_up"}});
   if (wait.value)
-    flight.entry = verify(key, std::move(*wait.value), local, base, milliseconds_since(start));
+    flight.entry = verify(key, std::move(*wait.value), base, milliseconds_since(start));
   return flight;
 }
 
@@ -155,7 +161,8 @@ void RemoteTier::push(const Digest128& key, llvm::StringRef entry_bytes,
   std::string value = cache::remote_value_encode(entry_bytes, key, trust());
   if (value.size() > m_store->url().max_value_bytes) {
     write_event(base, "remote_write_failed",
-                llvm::json::Object{{"detail", fmt::format("{} bytes, more than max_value_bytes", value.size())}});
+                llvm::json::Object{
+                    {"detail", fmt::format("{} bytes, more than max_value_bytes", value.size())}});
     return;
   }
   auto stored = m_store->set(cache::remote_entry_name(key), value, /*only_if_absent=*/false);

@@ -373,7 +373,7 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   if (digest && try_disk(*this, request, out, corrupt, reported))
     return llvm::Error::success();
   if (remote && take_remote(*this, request,
-                            remote->fetch(request.key, store, event_base("remote", request)), out))
+                            remote->fetch(request.key, event_base("remote", request)), out))
     return llvm::Error::success();
   // Another process may be compiling this key: wait for it, then look again. Only an
   // optimisation: without the lock both compile and publish identical bytes.
@@ -394,7 +394,7 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
   // The same across the fleet: wait for the node compiling it, or hold the fleet lock.
   RemoteTier::Flight flight;
   if (remote && !(sealed.load() && config.strict.value == StrictMode::error)) {
-    flight = remote->single_flight(request.key, store, event_base("remote", request));
+    flight = remote->single_flight(request.key, event_base("remote", request));
     if (take_remote(*this, request, std::move(flight.entry), out))
       return llvm::Error::success();
   }

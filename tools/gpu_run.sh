@@ -25,7 +25,9 @@ if [[ $what == bench || $what == all ]]; then
     grep -v warning
 fi
 if [[ $what == tp-startup || $what == all ]]; then
-  # Eight ranks on every visible GPU (one GPU: all eight share it), cold then warm.
+  # The device-drawn inputs first (seeded, normal, in range), then eight ranks on every visible
+  # GPU (one GPU: all eight share it), cold then warm.
+  "$bin/specjit_gpu_tests" -sf='*device_random_gpu_test*' 2>&1 | tail -4
   "$bin/specjit-bench" tp-startup --ranks 8 --json "$out/tp-startup-h200.json" 2>&1
 fi
 if [[ $what == embed || $what == all ]]; then

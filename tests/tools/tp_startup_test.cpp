@@ -62,6 +62,11 @@ TEST_CASE("tp-startup --prepare-only: 4 ranks compile each key once between them
     warmup_keys = int_field(ready, "compiles") + int_field(ready, "disk_hits");
     trace_compiles += int_field(rank, "trace_compiles");
     waits += stat(rank, "lock_waits");
+    // Set up, then the barrier every rank leaves together, then the ready phase.
+    const double setup = rank.getNumber("setup_ms").getValueOr(-1);
+    CHECK(setup >= 0);
+    CHECK(rank.getNumber("barrier_ms").getValueOr(-1) >= 0);
+    CHECK(rank.getNumber("ready_start_ms").getValueOr(-1) >= setup);
   }
   CHECK(waits >= 1); // released at once, the ranks met at the first key's lock
   // T = 2..4 in the trace is the MoE table's next bucket: its variants compiled once, by the

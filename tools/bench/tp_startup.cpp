@@ -1,13 +1,16 @@
 // specjit-bench tp-startup: starts the ranks (fork + exec of this binary in its per-rank mode),
-// releases them at one instant, collects their results, runs again on the same root (warm),
-// and reports. See docs/bench/tp-startup.md.
+// releases them at one instant, then their ready phases once all are set up, collects their
+// results, runs again on the same root (warm), and reports. See docs/bench/tp-startup.md.
 #include "tp_startup.h"
+#include "tp_startup_data.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -33,11 +36,22 @@ struct Parent {
   int64_t ranks = 8;
   int64_t gpus = 1;
   std::string root;
+  std::string data_root; // the device data kernel's cache (device_random.h)
   std::string results;
 };
 
-void child_exec(const std::vector<std::string>& args, int write_fd) {
-  close(write_fd); // the rank's own copy would keep the release pipe open for ever
+// The parent's pipes to its ranks: two releases (the start, then the ready phase) and the
+// ranks' "set up" bytes. A rank holds only the read ends of the releases and the write end of
+// the other: otherwise its own copy would keep a release open for ever.
+struct RankPipes {
+  int release[2] = {-1, -1};
+  int ready_release[2] = {-1, -1};
+  int setup_done[2] = {-1, -1};
+};
+
+void child_exec(const std::vector<std::string>& args, const RankPipes& pipes) {
+  for (int fd : {pipes.release[1], pipes.ready_release[1], pipes.setup_done[0]})
+    close(fd);
   std::vector<char*> argv;
   for (const std::string& arg : args)
     argv.push_back(const_cast<char*>(arg.c_str()));
@@ -48,14 +62,25 @@ void child_exec(const std::vector<std::string>& args, int write_fd) {
 }
 
 std::vector<std::string> rank_args(const Parent& p, const std::string& phase, int64_t rank,
-                                   int read_fd) {
-  std::vector<std::string> args = {
-      p.exe,          "tp-startup",
-      "--rank",       std::to_string(rank),
-      "--device",     std::to_string(rank % p.gpus),
-      "--release-fd", std::to_string(read_fd),
-      "--cache-dir",  p.root,
-      "--result",     p.results + "/" + phase + "-" + std::to_string(rank) + ".json"};
+                                   const RankPipes& pipes) {
+  std::vector<std::string> args = {p.exe,
+                                   "tp-startup",
+                                   "--rank",
+                                   std::to_string(rank),
+                                   "--device",
+                                   std::to_string(rank % p.gpus),
+                                   "--release-fd",
+                                   std::to_string(pipes.release[0]),
+                                   "--setup-done-fd",
+                                   std::to_string(pipes.setup_done[1]),
+                                   "--ready-release-fd",
+                                   std::to_string(pipes.ready_release[0]),
+                                   "--cache-dir",
+                                   p.root,
+                                   "--data-cache-dir",
+                                   p.data_root,
+                                   "--result",
+                                   p.results + "/" + phase + "-" + std::to_string(rank) + ".json"};
   for (std::string& arg : p.plan.to_args())
     args.push_back(std::move(arg));
   return args;
@@ -75,10 +100,22 @@ std::optional<llvm::json::Object> read_result(const std::string& path) {
 
 // Starts every rank blocked on the release pipe, releases them, waits for all. False (with a
 // message per failed rank) when any rank did not finish with a result.
+// Reads one byte per rank from the ranks' "set up" pipe; returns early when every write end is
+// closed (a rank that died before its set-up was done: waitpid reports it).
+void wait_for_setups(int fd, int64_t ranks) {
+  char bytes[64];
+  for (int64_t done = 0; done < ranks;) {
+    const ssize_t got = read(fd, bytes, sizeof bytes);
+    if (got == 0 || (got < 0 && errno != EINTR))
+      return;
+    done += std::max<ssize_t>(got, 0);
+  }
+}
+
 bool run_ranks(const Parent& p, const std::string& phase, std::vector<llvm::json::Object>& out,
                double& wall_ms) {
-  int fds[2];
-  if (pipe(fds) != 0) {
+  RankPipes pipes;
+  if (pipe(pipes.release) != 0 || pipe(pipes.ready_release) != 0 || pipe(pipes.setup_done) != 0) {
     std::perror("specjit-bench tp-startup: pipe");
     return false;
   }
@@ -86,19 +123,23 @@ bool run_ranks(const Parent& p, const std::string& phase, std::vector<llvm::json
   llvm::outs().flush();
   std::vector<pid_t> pids;
   for (int64_t rank = 0; rank < p.ranks; ++rank) {
-    const std::vector<std::string> args = rank_args(p, phase, rank, fds[0]);
+    const std::vector<std::string> args = rank_args(p, phase, rank, pipes);
     const pid_t pid = fork();
     if (pid == 0)
-      child_exec(args, fds[1]);
+      child_exec(args, pipes);
     if (pid < 0) {
       std::perror("specjit-bench tp-startup: fork");
       break;
     }
     pids.push_back(pid);
   }
-  close(fds[0]);
+  for (int fd : {pipes.release[0], pipes.ready_release[0], pipes.setup_done[1]})
+    close(fd);
   const auto start = std::chrono::steady_clock::now();
-  close(fds[1]); // the release: every rank's read returns now
+  close(pipes.release[1]); // the release: every rank's read returns now
+  wait_for_setups(pipes.setup_done[0], static_cast<int64_t>(pids.size()));
+  close(pipes.setup_done[0]);
+  close(pipes.ready_release[1]); // the second release: every rank's ready phase starts now
   bool ok = static_cast<int64_t>(pids.size()) == p.ranks;
   for (size_t rank = 0; rank < pids.size(); ++rank) {
     int status = 0;
@@ -128,12 +169,17 @@ bool run_ranks(const Parent& p, const std::string& phase, std::vector<llvm::json
 // The per-rank mode: the hidden flags the parent passes.
 int rank_main(const Flags& flags, const TpPlan& plan) {
   RankArgs args;
-  int64_t fd = -1;
+  int64_t fd = -1, setup_done_fd = -1, ready_release_fd = -1;
   if (!parse_count(flags, "tp-startup", "--rank", 0, 1023, 0, args.rank) ||
       !parse_count(flags, "tp-startup", "--device", 0, 1023, 0, args.device) ||
-      !parse_count(flags, "tp-startup", "--release-fd", 0, 65535, -1, fd))
+      !parse_count(flags, "tp-startup", "--release-fd", 0, 65535, -1, fd) ||
+      !parse_count(flags, "tp-startup", "--setup-done-fd", 0, 65535, -1, setup_done_fd) ||
+      !parse_count(flags, "tp-startup", "--ready-release-fd", 0, 65535, -1, ready_release_fd))
     return 2;
   args.release_fd = static_cast<int>(fd);
+  args.setup_done_fd = static_cast<int>(setup_done_fd);
+  args.ready_release_fd = static_cast<int>(ready_release_fd);
+  args.data_cache_dir = flags.get("--data-cache-dir", "");
   args.cache_dir = flags.get("--cache-dir", "");
   args.result_path = flags.get("--result", "");
   if (args.cache_dir.empty() || args.result_path.empty()) {
@@ -141,6 +187,15 @@ int rank_main(const Flags& flags, const TpPlan& plan) {
     return 2;
   }
   return run_tp_rank(plan, args);
+}
+
+// Compiles the device data kernel (device_random.h) into its own root once, so that the ranks'
+// set-up only loads it.
+void prepare_device_data(const std::string& root) {
+  runtime::Engine engine(device_random_config(must(Config::from_environment(), "config"), root));
+  for (const runtime::VariantRequest& request : device_random_variants())
+    must(engine.prepare(must(engine.add_kernel(request.def), "kernel"), request.values),
+         "device data kernel");
 }
 
 // The number of GPUs the ranks are spread over: --gpus (at most the visible ones), else all.
@@ -162,7 +217,8 @@ bool pick_gpus(const Flags& flags, bool prepare_only, int64_t& gpus) {
 int run_tp_startup(int argc, char** argv) {
   std::vector<std::string> with_value = k_tp_plan_value_flags;
   with_value.insert(with_value.end(), {"--ranks", "--gpus", "--cache-dir", "--json", "--rank",
-                                       "--device", "--release-fd", "--result"});
+                                       "--device", "--release-fd", "--setup-done-fd",
+                                       "--ready-release-fd", "--data-cache-dir", "--result"});
   Flags flags;
   if (!parse_flags(argc, argv, 2, with_value, {"--prepare-only", "--help"}, flags))
     return 2;
@@ -185,6 +241,9 @@ int run_tp_startup(int argc, char** argv) {
     p.root = scratch_root.emplace("specjit-tp-startup").path();
   ScratchDir results("specjit-tp-startup-results");
   p.results = results.path();
+  p.data_root = p.results + "/device-data-cache";
+  if (!p.plan.prepare_only)
+    prepare_device_data(p.data_root);
   const bool root_was_empty = !llvm::sys::fs::exists(p.root + "/entries");
 
   std::printf("tp-startup: %lld ranks on %lld GPU(s)%s, cache root %s\n",
@@ -221,6 +280,7 @@ int run_tp_startup(int argc, char** argv) {
                                 {"ranks", p.ranks},
                                 {"gpus", p.gpus},
                                 {"prepare_only", p.plan.prepare_only},
+                                {"data", p.plan.prepare_only ? "none (no launches)" : k_tp_data},
                                 {"plan", std::move(args)},
                                 {"root_was_empty", root_was_empty},
                                 {"trace_steps", p.plan.trace_steps},

@@ -2,7 +2,8 @@
 // root, each making the same kernels ready (inverse-RoPE, DeepSeek-V3 TP8's MoE layer) and then
 // serving a trace of token counts; first on an empty root (cold), then again on the same root
 // (warm). The parent starts the ranks (this binary again, in a hidden per-rank mode), releases
-// them at one instant, and reads their results and the recompilation log.
+// them at one instant, releases their ready phases at one instant once all are set up, and
+// reads their results and the recompilation log.
 #pragma once
 
 #include "bench_common.h"
@@ -52,13 +53,18 @@ std::vector<runtime::VariantRequest> tp_variant_requests(const TpPlan& plan, con
                                                          llvm::ArrayRef<int64_t> tokens);
 
 // One rank's work, in the process the parent started: waits for the release (EOF on
-// release_fd), then runs the plan on `cache_dir` (device `device`) and writes its result JSON
-// to `result_path`. Returns the process's exit status.
+// release_fd), sets up, writes a byte to setup_done_fd and waits for the second release (EOF on
+// ready_release_fd; without these two, no barrier), then runs the plan on `cache_dir` (device
+// `device`) and writes its result JSON to `result_path`. The device data kernel comes from
+// `data_cache_dir` (device_random.h). Returns the process's exit status.
 struct RankArgs {
   int64_t rank = 0;
   int64_t device = 0;
   int release_fd = -1;
+  int setup_done_fd = -1;
+  int ready_release_fd = -1;
   std::string cache_dir;
+  std::string data_cache_dir;
   std::string result_path;
 };
 int run_tp_rank(const TpPlan& plan, const RankArgs& args);

@@ -1,11 +1,10 @@
-// One rank of `specjit-bench tp-startup`: after the release, an engine on the shared root, the
-// warm-up's variants made ready one after another (as a rank's start-up does), the warm-up's
-// launches, then the trace. Every time is measured from the release, the instant every rank
-// has started.
-#include "moe_harness.h"
+// One rank of `specjit-bench tp-startup`: after the release, an engine on the shared root and
+// (on a GPU) the buffers, their inputs drawn on the device; then, once every rank is set up
+// (the second release), the warm-up's variants made ready one after another (as a rank's
+// start-up does), the warm-up's launches, then the trace. Every time is measured from the
+// first release, the instant every rank has started.
 #include "tp_startup.h"
-
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "tp_startup_data.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -32,7 +31,7 @@ double process_cpu_ms() {
 }
 
 // Blocks until every copy of the pipe's write end is closed: the parent closes its own once all
-// ranks are started, so all of them return at the same instant.
+// ranks are started (or have finished their set-up), so all of them return at the same instant.
 void wait_for_release(int fd) {
   char byte = 0;
   ssize_t got;
@@ -42,64 +41,31 @@ void wait_for_release(int fd) {
   close(fd);
 }
 
-// The inverse-RoPE op's buffers for up to `tokens` tokens. Their contents do not matter to a
-// start-up measurement (zero positions are valid); only the launch does.
-struct RopeBuffers {
-  const runtime::Driver& drv;
-  int64_t tokens;
-  CUdeviceptr o = 0, positions = 0, cos_sin = 0, out = 0, scales = 0;
-  static constexpr int64_t heads = k_tp_rope_groups * k_tp_rope_heads_per_group;
+// Tells the parent this rank's set-up is done (one byte, then the end closed).
+void report_setup_done(int fd) {
+  const char byte = 1;
+  while (write(fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(fd);
+}
 
-  RopeBuffers(const runtime::Driver& driver, int64_t max_tokens) : drv(driver), tokens(max_tokens) {
-    const uint32_t bf16_pair = 0x3c003c00u; // 2^-7 twice
-    allocate(o, tokens * heads * 1024, bf16_pair);
-    allocate(positions, tokens * 8, 0);
-    allocate(cos_sin, k_tp_rope_max_pos * 256, bf16_pair);
-    allocate(out, tokens * heads * 512, 0);
-    allocate(scales, heads * 16 * ((tokens + 3) / 4 * 4), 0);
-  }
-  void allocate(CUdeviceptr& ptr, int64_t bytes, uint32_t pattern) {
-    must(drv.check(drv.cuMemAlloc(&ptr, bytes), "cuMemAlloc"), "inverse-RoPE buffers");
-    must(drv.check(drv.cuMemsetD32(ptr, pattern, bytes / 4), "cuMemsetD32"),
-         "inverse-RoPE buffers");
-  }
-  ~RopeBuffers() {
-    for (CUdeviceptr p : {o, positions, cos_sin, out, scales})
-      drv.cuMemFree(p);
-  }
-
-  llvm::Error launch(runtime::Engine& engine, int64_t t, CUstream stream) const {
-    using runtime::DType;
-    ops::InvRopeFp8QuantOptions options;
-    options.num_groups = k_tp_rope_groups;
-    options.heads_per_group = k_tp_rope_heads_per_group;
-    const int64_t per_group = k_tp_rope_heads_per_group * 512;
-    return ops::inv_rope_fp8_quant(
-        engine, {o, DType::bf16, {t, heads, 512}, {}}, {positions, DType::i64, {t}, {}},
-        {cos_sin, DType::f32, {k_tp_rope_max_pos, 64}, {}},
-        {out, DType::e4m3, {k_tp_rope_groups, t, per_group}, {}},
-        {scales,
-         DType::f32,
-         {k_tp_rope_groups, k_tp_rope_heads_per_group * 4, (t + 3) / 4 * 4},
-         {}},
-        options, stream);
-  }
-};
-
-// The device side of a launching rank: a stream and both ops' buffers.
+// The device side of a launching rank: a stream and both ops' buffers, their inputs drawn on
+// the device (tp_startup_data.h), ready when the constructor returns.
 struct Launcher {
   const runtime::Driver& drv;
   CUstream stream = nullptr;
   std::optional<RopeBuffers> rope;
   Setup moe;
 
-  Launcher(const runtime::Driver& driver, const TpPlan& plan) : drv(driver) {
+  Launcher(const runtime::Driver& driver, const TpPlan& plan, DeviceRandom& random) : drv(driver) {
     must(drv.check(drv.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"),
          "stream");
     if (plan.inv_rope)
-      rope.emplace(drv, plan.largest_tokens());
+      rope.emplace(drv, random, plan.largest_tokens(), plan.seed * 100, stream);
     if (plan.moe)
-      moe = make_setup(drv, k_tp_moe_shape, plan.largest_tokens());
+      moe = make_device_moe_setup(drv, random, k_tp_moe_shape, plan.largest_tokens(),
+                                  plan.seed * 100 + 50, stream);
+    synchronize(); // nothing of the set-up may overlap the ready phase
   }
   ~Launcher() { drv.cuStreamDestroy(stream); }
 
@@ -165,15 +131,27 @@ int run_tp_rank(const TpPlan& plan, const RankArgs& args) {
   llvm::json::Object result{
       {"rank", args.rank}, {"device", args.device}, {"pid", static_cast<int64_t>(getpid())}};
   runtime::Engine engine(config);
+  std::unique_ptr<DeviceRandom> random;
   std::unique_ptr<Launcher> launcher;
   if (!plan.prepare_only) {
     must(engine.make_context_current(), "context");
     result["context_ms"] = ms_since(start);
-    launcher = std::make_unique<Launcher>(must(runtime::driver(), "driver"), plan);
+    random = std::make_unique<DeviceRandom>(device_random_config(config, args.data_cache_dir));
+    launcher = std::make_unique<Launcher>(must(runtime::driver(), "driver"), plan, *random);
   }
   const Arch arch =
       engine.arch(); // before the clock below: the driver's start-up is not a kernel's
   result["setup_ms"] = ms_since(start);
+  // Every rank's set-up done before any ready phase starts, as the ranks of a serving runtime
+  // meet (NCCL's set-up, a barrier) after loading their weights: no rank's ready phase is timed
+  // while another one still keeps the host or the GPU busy with its set-up.
+  const Clock::time_point barrier_start = Clock::now();
+  if (args.setup_done_fd >= 0) {
+    report_setup_done(args.setup_done_fd);
+    wait_for_release(args.ready_release_fd);
+  }
+  result["barrier_ms"] = ms_since(barrier_start);
+  result["ready_start_ms"] = ms_since(start);
 
   const Clock::time_point ready_start = Clock::now();
   const double ready_cpu_start = process_cpu_ms();
