@@ -15,6 +15,9 @@ using test::RedisServer;
 // The environment of one node: its own root, the shared log, the remote.
 inline std::vector<std::string> node_env(const TempDir& dir, const std::string& node,
                                          const std::string& log, const std::string& url) {
+  // An empty url: a node without the fleet tier (a baseline).
+  if (url.empty())
+    return env_for(dir / (node + "-cache"), log, {});
   return env_for(dir / (node + "-cache"), log, {"SPECJIT_REMOTE=" + url});
 }
 
