@@ -48,7 +48,7 @@ struct specjit_variant {
   std::atomic<uint32_t> tag{static_cast<uint32_t>(specjit::capi::HandleTag::variant)};
   specjit_kernel* kernel = nullptr;
   const specjit::runtime::Variant* variant = nullptr;
-  std::string key_hex;      // specjit_variant_info's strings live as long as the handle
+  std::string key_hex; // specjit_variant_info's strings live as long as the handle
   std::string variant_json;
 };
 

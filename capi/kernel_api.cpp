@@ -125,14 +125,13 @@ specjit_status specjit_kernel_prepare(specjit_kernel* kernel, const int64_t* val
                       /*guard=*/false, "specjit_kernel_prepare");
 }
 
-specjit_status specjit_kernel_get(specjit_kernel* kernel, const int64_t* values,
-                                  size_t value_count, const specjit_variant** out) {
+specjit_status specjit_kernel_get(specjit_kernel* kernel, const int64_t* values, size_t value_count,
+                                  const specjit_variant** out) {
   return find_variant(kernel, values, value_count, out, &runtime::Engine::get, /*guard=*/true,
                       "specjit_kernel_get");
 }
 
-specjit_status specjit_variant_get_info(const specjit_variant* variant,
-                                        specjit_variant_info* out) {
+specjit_status specjit_variant_get_info(const specjit_variant* variant, specjit_variant_info* out) {
   constexpr const char* function = "specjit_variant_get_info";
   if (auto err = check_variant(variant, function))
     return finish(std::move(err));
@@ -193,8 +192,8 @@ specjit_status specjit_kernel_launch(specjit_kernel* kernel, const int64_t* valu
       return finish(found.takeError());
     variant = *found;
   }
-  return finish(engine.launch_packed(*variant, launch, const_cast<const void* const*>(args),
-                                     sizes, arg_count));
+  return finish(engine.launch_packed(*variant, launch, const_cast<const void* const*>(args), sizes,
+                                     arg_count));
 }
 
 } // extern "C"

@@ -190,8 +190,10 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
   return find_or_resolve(key);
 }
 
-bool Engine::Impl::make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, VariantKey& key,
-                            llvm::Error* error) {
+// Inlined into the launch path's lookup (find_loaded), which a launch of every ready variant pays.
+[[gnu::always_inline]] inline bool Engine::Impl::make_key(KernelId kernel,
+                                                          llvm::ArrayRef<int64_t> values,
+                                                          VariantKey& key, llvm::Error* error) {
   const KernelState& state = this->kernel(kernel);
   if (values.size() != state.param_count) {
     if (error)
@@ -202,7 +204,9 @@ bool Engine::Impl::make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, Var
   // The hot path builds the key's words directly (dynamic and exact inline, from the kinds'
   // cache line); anything else, and every invalid value, goes through specialize() for the
   // full mapping or the message.
-  key = VariantKey{kernel.index, static_cast<uint32_t>(values.size()), {}};
+  // `key` arrives default-constructed (words zero): only the words in use are written.
+  key.kernel = kernel.index;
+  key.count = static_cast<uint32_t>(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     int64_t value = values[i];
     if (value >= 0 && value < k_spec_base && state.kinds[i] == PolicyKind::dynamic) {
@@ -264,8 +268,8 @@ llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
   const KernelDef& def = m_impl->kernel(kernel).def;
   if (specs.size() != def.params.size()) {
     m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}",
-                      def.id, def.params.size(), specs.size());
+    return make_error(Errc::invalid_argument, "kernel {} takes {} template values, got {}", def.id,
+                      def.params.size(), specs.size());
   }
   VariantKey key{kernel.index, static_cast<uint32_t>(specs.size()), {}};
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -322,7 +326,7 @@ using SlotCache = std::array<CachedSlot, k_thread_cache_slots>;
   return *t_slot_cache;
 }
 
-CachedSlot& thread_cache_entry(const VariantKey& key) {
+[[gnu::always_inline]] inline CachedSlot& thread_cache_entry(const VariantKey& key) {
   unsigned hash = llvm::DenseMapInfo<VariantKey>::getHashValue(key);
   SlotCache* cache = t_slot_cache;
   return (cache != nullptr ? *cache : allocate_slot_cache())[hash % k_thread_cache_slots];
@@ -374,9 +378,8 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
   for (size_t i = 0; i < key.count; ++i)
     specs[i] = *SpecValue::from_word(key.words[i]); // words come from SpecValue::word()
   slot->variant.kernel = kernel;
-  llvm::Error err =
-      resolve(this->kernel(kernel), llvm::ArrayRef<SpecValue>(specs.data(), key.count),
-              slot->variant);
+  llvm::Error err = resolve(this->kernel(kernel),
+                            llvm::ArrayRef<SpecValue>(specs.data(), key.count), slot->variant);
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (err) {
     err = record_failure(std::move(err), *slot);
@@ -395,7 +398,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
   return remember(slot.get());
 }
 
-Slot* Engine::Impl::find_ready(const VariantKey& key) {
+[[gnu::always_inline]] inline Slot* Engine::Impl::find_ready(const VariantKey& key) {
   CachedSlot& cached = thread_cache_entry(key);
   if (cached.engine == instance_id && cached.key == key)
     return cached.slot;
@@ -465,19 +468,17 @@ llvm::Error raise_shared_bytes(const Driver& drv, const Variant& variant, unsign
 } // namespace
 
 llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& config,
-                                  const void* const* arguments, const size_t* sizes,
-                                  size_t count) {
+                                  const void* const* arguments, const size_t* sizes, size_t count) {
   if (variant.function == nullptr)
     return make_error(Errc::invalid_argument,
                       "kernel {} variant {} is not loaded: get it with Engine::get() first",
                       variant.kernel_name, variant.name_expression);
   bool sizes_match =
       count == variant.param_count &&
-      (count == 0 ||
-       std::memcmp(sizes,
-                   count <= Variant::k_inline_params ? variant.inline_sizes.data()
-                                                     : variant.param_sizes.data(),
-                   count * sizeof(size_t)) == 0);
+      (count == 0 || std::memcmp(sizes,
+                                 count <= Variant::k_inline_params ? variant.inline_sizes.data()
+                                                                   : variant.param_sizes.data(),
+                                 count * sizeof(size_t)) == 0);
   if (!sizes_match) {
     std::string passed, expected;
     for (size_t i = 0; i < count; ++i)
@@ -520,9 +521,9 @@ llvm::Error Engine::launch_packed(const Variant& variant, const LaunchConfig& co
     launch.hStream = config.stream;
     launch.attrs = attributes.data();
     launch.numAttrs = count;
-    return drv.check(drv.cuLaunchKernelEx(&launch, variant.function,
-                                          const_cast<void**>(arguments), nullptr),
-                     "cuLaunchKernelEx");
+    return drv.check(
+        drv.cuLaunchKernelEx(&launch, variant.function, const_cast<void**>(arguments), nullptr),
+        "cuLaunchKernelEx");
   }
   return drv.check(drv.cuLaunchKernel(variant.function, config.grid[0], config.grid[1],
                                       config.grid[2], config.block[0], config.block[1],
@@ -543,8 +544,8 @@ EngineStats Engine::stats() const {
   stats.compiles = c.compiles.load();
   stats.failures = c.failures.load();
   // Every request ends in exactly one of these outcomes; counting them is counting requests.
-  stats.requests = stats.memory_hits + stats.disk_hits + stats.remote_hits + stats.compiles +
-                   stats.failures;
+  stats.requests =
+      stats.memory_hits + stats.disk_hits + stats.remote_hits + stats.compiles + stats.failures;
   stats.corrupt_entries = c.corrupt_entries.load();
   stats.write_failures = c.write_failures.load();
   stats.storms = c.storms.load();

@@ -117,7 +117,8 @@ struct alignas(64) Engine::Impl {
   KernelState& kernel(KernelId id) { return *kernels[id.index]; }
   // The memory tier: the slot for these values, resolved (by this thread or another).
   llvm::Expected<Slot*> specialize_and_find(KernelId kernel, llvm::ArrayRef<int64_t> values);
-  // The memory-tier key for these values; false (and `error` set) when a value does not fit.
+  // The memory-tier key for these values into a default-constructed `key`; false (and `error`
+  // set) when a value does not fit.
   bool make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, VariantKey& key,
                 llvm::Error* error);
   // The slot when it is in the memory tier and ready; nullptr otherwise. Never waits.
