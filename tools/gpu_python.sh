@@ -2,7 +2,8 @@
 # On the GPU host (torch, nanobind and scikit-build-core installed, no network): installs the
 # package from python/ against a carried specjit prefix, runs the Python tests (the GPU ones
 # too), the Python benchmarks and the serving replay; everything lands under $OUT.
-# Usage: SPECJIT_PREFIX=/path/to/prefix OUT=/path/to/results tools/gpu_python.sh
+# Usage: SPECJIT_PREFIX=/path/to/prefix OUT=/path/to/results [C_BASELINE_JSON=capi.json] \
+#          tools/gpu_python.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${SPECJIT_PREFIX:?set SPECJIT_PREFIX (or CMAKE_PREFIX_PATH) to the installed specjit}"
@@ -33,7 +34,10 @@ if grep -q "exit 1[0-9][0-9]" <<<"$(tail -1 "$out/pytest-gpu.txt")" && command -
     tests/python -m gpu -q -p no:cacheprovider >"$out/pytest-gpu-gdb.txt" 2>&1 || true
 fi
 run pytest-all "$python" -m pytest tests/python -rs -q -p no:cacheprovider
-run bench-launch "$python" tools/bench/python_launch.py --json "$out/python-launch-h200.json"
+# C_BASELINE_JSON: specjit-bench capi's results (tools/gpu_run.sh embed sets it), whose raw
+# cuLaunchKernel from C the Python figures are compared with.
+run bench-launch "$python" tools/bench/python_launch.py --json "$out/python-launch-h200.json" \
+  ${C_BASELINE_JSON:+--c-baseline-json "$C_BASELINE_JSON"}
 run bench-first-launch "$python" tools/bench/python_first_launch.py \
   --json "$out/python-first-launch-h200.json"
 run serving-replay "$python" examples/python/serving_replay.py --json "$out/serving-replay-h200.json"

@@ -34,7 +34,8 @@ if [[ $what == embed || $what == all ]]; then
   "$bin/specjit_gpu_tests" -sf='*capi_gpu_test*,*cute_kernel_gpu_test*,*engine_gpu_test*' 2>&1 |
     tee "$out/gpu_tests_embed.txt" | tail -25
   "$bin/specjit-bench" capi --json "$out/capi-launch-h200.json" 2>&1
-  SPECJIT_PREFIX=$PWD/.gpu/prefix OUT=$out/python tools/gpu_python.sh 2>&1 | tail -60
+  SPECJIT_PREFIX=$PWD/.gpu/prefix OUT=$out/python C_BASELINE_JSON=$out/capi-launch-h200.json \
+    tools/gpu_python.sh 2>&1 | tail -60
 fi
 if [[ $what == precompile || $what == all ]]; then
   # The built-in default manifest, and a 50-variant manifest, at -j1 and -j<cores>.

@@ -58,19 +58,11 @@ def _define_list(defines) -> list[str]:
     return _strings(defines, "defines")
 
 
-class Launcher:
-    """``kernel[grid, block]``: call it with the kernel's arguments."""
-
-    __slots__ = ("_launch", "_grid", "_block")
-
-    def __init__(self, launch, grid, block):
-        self._launch, self._grid, self._block = launch, grid, block
-
-    def __call__(self, *args, values=None, shared_bytes: int = 0, stream=None) -> None:
-        self._launch(values, self._grid, self._block, args, shared_bytes, stream)
+# kernel[grid, block] returns one (a native type: calling it runs no Python frame).
+Launcher = lib.Launcher
 
 
-class Kernel:
+class Kernel(lib.KernelBase):
     """A ``template <...> __global__`` function from ``source`` (text) or ``path`` (a file).
 
     ``params`` maps each parameter name, in template order, to its policy (specjit.dynamic(),
@@ -78,6 +70,11 @@ class Kernel:
     is not a template parameter: the kernel takes it as an ordinary argument. Values for the
     others are given at launch as ``values={"BLOCK": 128, ...}``; the definition is validated
     (and registered with the engine) here, once.
+
+    Launch with ``kernel[grid, block](*args, values=None, shared_bytes=0, stream=None)`` or
+    ``kernel.launch(grid, block, args=(), *, values=None, shared_bytes=0, stream=None)``; the
+    stream defaults to torch's current stream when torch is imported. Both are the native
+    base's (KernelBase), so that a launch runs no Python code of this package.
     """
 
     def __init__(self, source: str | None = None, path: str | os.PathLike | None = None, *,
@@ -102,7 +99,7 @@ class Kernel:
             [(k, v.spec) for k, v in self.params.items()],
             _strings(include_dirs, "include_dirs"), list((headers or {}).items()),
             _define_list(defines), _strings(options, "options"))
-        self._launch = self._native.launch
+        self._bind(self._native)
 
     def prepare(self, **values) -> Variant:
         """Makes the variant for these values ready (compiled or read from disk): no GPU."""
@@ -111,16 +108,6 @@ class Kernel:
     def get(self, **values) -> Variant:
         """prepare() and load the module on the engine's device."""
         return Variant._from_info(self._native.get(values))
-
-    def __getitem__(self, dims) -> Launcher:
-        if not isinstance(dims, tuple) or len(dims) != 2:
-            raise InvalidArgumentError("kernel[grid, block]: give a grid and a block")
-        return Launcher(self._launch, dims[0], dims[1])
-
-    def launch(self, grid, block, args: Sequence = (), *, values=None, shared_bytes: int = 0,
-               stream=None) -> None:
-        """Launches on ``stream`` (default: torch's current stream when torch is imported)."""
-        self._launch(values, grid, block, tuple(args), shared_bytes, stream)
 
     def __repr__(self) -> str:
         policies = ", ".join(f"{k}={v}" for k, v in self.params.items())

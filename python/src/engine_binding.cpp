@@ -55,6 +55,10 @@ NativeKernel* define(nb::object engine_object, const std::string& id, int source
                      const std::vector<std::string>& defines,
                      const std::vector<std::string>& options) {
   auto& engine = nb::cast<NativeEngine&>(engine_object);
+  // The launch path reads values into a fixed array.
+  if (params.size() > k_max_params)
+    invalid_argument(id + ": " + std::to_string(params.size()) + " parameters; at most " +
+                     std::to_string(k_max_params));
   std::vector<specjit_param> c_params;
   for (const auto& [name, policy] : params)
     c_params.push_back({name.c_str(), policy.c_str()});
@@ -88,7 +92,11 @@ NativeKernel* define(nb::object engine_object, const std::string& id, int source
   kernel->engine = engine_object;
   kernel->id = id;
   for (const auto& [name, policy] : params) {
-    kernel->names.push_back(nb::str(name.c_str()));
+    // Interned, as the keys of a literal {"BLOCK": 128} are: a lookup then compares pointers.
+    PyObject* interned = PyUnicode_InternFromString(name.c_str());
+    if (!interned)
+      throw nb::python_error();
+    kernel->names.push_back(nb::steal(interned));
     kernel->dynamic.push_back(policy == "dynamic");
   }
   return kernel;

@@ -42,6 +42,24 @@ def test_launch_goes_to_torchs_current_stream(kernel):
     torch.testing.assert_close(x, want)
 
 
+def test_a_parameter_launches_on_a_given_stream(kernel):
+    # nn.Parameter is a torch.Tensor subclass (asked by name, not through the type's own getter
+    # and method); a torch.cuda.Stream is read through .cuda_stream.
+    x = torch.nn.Parameter(torch.randn(1000, device="cuda"), requires_grad=False)
+    want = x.detach() * 2.0
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    launch = kernel[(1000 + 127) // 128, 128]
+    launch(x, x.numel(), 2.0, values={"BLOCK": 128}, stream=side)
+    side.synchronize()
+    torch.testing.assert_close(x.detach(), want)
+
+
+def test_a_host_tensor_is_refused_naming_its_device(kernel):
+    with pytest.raises(specjit.InvalidArgumentError, match="argument 0: a tensor on the cpu"):
+        kernel[1, 128](torch.zeros(4), 4, 2.0, values={"BLOCK": 128})
+
+
 def test_a_warm_kernel_captures_and_replays(kernel):
     x = torch.randn(4096, device="cuda")
     kernel[32, 128](x, x.numel(), 1.0, values={"BLOCK": 128})      # warm-up

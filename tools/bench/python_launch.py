@@ -85,7 +85,13 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--c-baseline-us", type=float, help="raw cuLaunchKernel from C, if measured")
+    ap.add_argument("--c-baseline-json", help="specjit-bench capi's JSON: its raw_launch_us is "
+                    "the C baseline (ignored when the file is missing)")
     args = ap.parse_args()
+    if args.c_baseline_us is None and args.c_baseline_json and os.path.exists(args.c_baseline_json):
+        import json
+        with open(args.c_baseline_json) as f:
+            args.c_baseline_us = json.load(f)["raw_launch_us"]
     cache = tempfile.mkdtemp(prefix="specjit-bench-")
     engine = specjit.Engine(cache_dir=cache, log="off")
     k = specjit.Kernel(source=SOURCE, function="scale", engine=engine,
@@ -98,8 +104,10 @@ def main() -> int:
     key = k.prepare(BLOCK=128).key
     native = k._native.launch
     args_tuple = (x, 0, 1.0)
+    held = k[1, 128]
     cases = {
         "kernel[grid, block](...)": lambda: k[1, 128](x, 0, 1.0, values=values),
+        "held launcher(...) (k[grid, block] once)": lambda: held(x, 0, 1.0, values=values),
         "kernel.launch(...)": lambda: k.launch(1, 128, args_tuple, values=values),
         "kernel.launch(..., stream=int)": lambda: k.launch(1, 128, args_tuple, values=values,
                                                            stream=stream),
@@ -122,6 +130,7 @@ def main() -> int:
         "specjit": specjit.__version__, "calls": args.calls, "repeats": args.repeats,
         "us_per_launch": results, "c_baseline_us": raw,
         "added_us_vs_baseline": results["kernel[grid, block](...)"] - base,
+        "baseline": "cuLaunchKernel from C" if raw is not None else "ctypes cuLaunchKernel",
         "goal_added_us": 1.5, "stats": engine.stats().__dict__,
     }
     write_report(args.json, report)
