@@ -191,6 +191,15 @@ bool Engine::Impl::make_key(KernelId kernel, llvm::ArrayRef<int64_t> values, Var
       key.words[i] = 0;
       continue;
     }
+    if (def.params[i].is_enum() &&
+        (value < 0 || value >= static_cast<int64_t>(def.params[i].enum_names.size()))) {
+      if (error)
+        *error = make_error(Errc::invalid_argument,
+                            "kernel {}, parameter {}: {} is no value of {} (0 to {})", def.id,
+                            def.params[i].name, value, def.params[i].enum_type,
+                            def.params[i].enum_names.size() - 1);
+      return false;
+    }
     if (value >= 0 && value < k_spec_base && policy.kind == PolicyKind::exact) {
       key.words[i] = SpecValue{SpecKind::exact, value}.word();
       continue;
@@ -256,6 +265,13 @@ llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
                         "kernel {}, parameter {}: a raw template parameter needs a compiled-in "
                         "value, not {}",
                         def.id, def.params[i].name, specs[i].describe());
+    }
+    if (def.params[i].is_enum() &&
+        (specs[i].kind != SpecKind::exact || specs[i].argument < 0 ||
+         specs[i].argument >= static_cast<int64_t>(def.params[i].enum_names.size()))) {
+      m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
+      return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {} is no value of {}",
+                        def.id, def.params[i].name, specs[i].describe(), def.params[i].enum_type);
     }
     if (def.params[i].encoding == ParamEncoding::none && !dynamic) {
       m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);

@@ -27,7 +27,11 @@ std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> spec
     if (!first)
       text += ", ";
     first = false;
-    if (def.params[i].encoding == ParamEncoding::raw)
+    const ParamDef& param = def.params[i];
+    // make_key and prepare_specialized keep an enumeration's values among its names.
+    if (param.is_enum())
+      text += param.enum_type + "::" + param.enum_names[static_cast<size_t>(specs[i].raw())];
+    else if (param.encoding == ParamEncoding::raw)
       text += std::to_string(specs[i].raw());
     else
       text += std::to_string(specs[i].word()) + "LL";
@@ -38,6 +42,8 @@ std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> spec
 llvm::json::Value describe(const ParamDef& param, const SpecValue& spec) {
   // A raw divisibility flag shows as its class ("%16", "any", "1"), as a spec word does.
   bool flag = param.policy.kind == PolicyKind::divisibility;
+  if (param.is_enum())
+    return param.enum_names[static_cast<size_t>(spec.raw())];
   if ((param.encoding == ParamEncoding::raw && !flag) || spec.kind == SpecKind::exact)
     return spec.argument;
   return spec.describe();

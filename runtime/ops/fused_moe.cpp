@@ -1,14 +1,13 @@
 #include "runtime/ops/fused_moe.h"
 
 #include "runtime/ops/moe_detail.h"
-#include "runtime/tensor_map.h"
+#include "runtime/ops/moe_gemm_mma.h"
+#include "runtime/ops/moe_gemm_wgmma.h"
 
 #include "support/error.h"
 
-#include <fmt/format.h>
-#include <llvm/ADT/DenseMap.h>
-
 #include <algorithm>
+#include <fmt/format.h>
 
 #include <set>
 
@@ -56,40 +55,6 @@ llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t, unsigned stage
                          static_cast<int64_t>(moe_workspace_layout(s, tokens).bytes), 256);
 }
 
-// Weight rows of one GEMM: gate and up rows (GEMM1), or hidden rows (GEMM2).
-int64_t gemm_rows(const MoeShape& s, int gemm) { return gemm == 1 ? 2 * s.intermediate : s.hidden; }
-
-// CTAs of a wgmma GEMM's 1-D grid: token blocks rounded up to a multiple of k_grouped_blocks (every
-// launch order's group divides it: group_blocks, kernels_src/moe/wgmma_pipeline.cuh, setup) x tile
-// groups of `tiles` weight tiles x split_k CTAs per split-K cluster.
-int64_t wgmma_ctas(int64_t blocks, int64_t rows, const GemmTile& tile) {
-  return ceil_div(blocks, k_grouped_blocks) * k_grouped_blocks *
-         (rows / tile.block_n / tile.tiles) * tile.split_k;
-}
-// The persistent schedules' grid: as many CTAs as the device holds at once, at most one per
-// tile (dynamic) or per step (stream-K, whose CTAs also need the workspace's scratch:
-// k_stream_k_max_ctas counters, two slots of 64 x block_m sums per MMA a CTA).
-llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime::Variant& variant,
-                                         const runtime::LaunchConfig& launch, int gemm,
-                                         int64_t block_m, int64_t blocks, int64_t rows,
-                                         int64_t k_bytes, const GemmTile& tile) {
-  thread_local llvm::DenseMap<const runtime::Variant*, unsigned> resident;
-  auto it = resident.find(&variant);
-  if (it == resident.end()) {
-    auto ctas = engine.resident_ctas(variant, launch);
-    if (!ctas)
-      return ctas.takeError();
-    it = resident.try_emplace(&variant, *ctas).first;
-  }
-  const int64_t tiles = blocks * (rows / tile.block_n);
-  if (tile.dynamic()) // whole tiles, no scratch slots
-    return static_cast<unsigned>(std::min<int64_t>(it->second, tiles));
-  const int64_t slot_floats = 64 * block_m * (gemm == 1 ? 2 : 1); // GEMM1: gate and up MMAs
-  return static_cast<unsigned>(
-      std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas},
-                         k_stream_k_slot_floats / (2 * slot_floats), tiles * (k_bytes / 128)}));
-}
-
 // hidden e4m3 [tokens, H] -> f16 at `out` (kernels_src/moe/tokens_f16.cu), 16 values a thread:
 // in token order, or in the sorted order of the slots (f16_tokens_sorted; up to `rows` rows).
 llvm::Error launch_tokens_f16(runtime::Engine& engine, const MoeShape& s, CUdeviceptr hidden,
@@ -135,15 +100,6 @@ runtime::LaunchConfig moe_detail::grid_stride_launch(int64_t items, int64_t per_
   launch.block[0] = 256;
   launch.stream = stream;
   return launch;
-}
-
-// Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"), each GEMM
-// alone against the same tile reading row-major weights by tensor map: bulk copies
-// 2-5 % faster for the swap-AB tiles of decode; the f16-token GEMM1 and the normal orientation
-// (8 pieces a stage, weights mostly from L2) up to 13 % slower, so they read the packed copy
-// through a tensor map.
-bool moe_detail::packed_bulk_reads(const GemmTile& tile) {
-  return tile.swap_ab && !tile.f16_tokens;
 }
 
 int moe_detail::group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
@@ -194,7 +150,9 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   const bool packed = t.weight_layout == MoeWeightLayout::packed;
   for (int gemm = 1; gemm <= 2; ++gemm) {
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
-    const int64_t ctas = wgmma_ctas(blocks, gemm_rows(s, gemm), tile);
+    const int64_t ctas =
+        WgmmaGemm::of(s, gemm, config.block_m, tile, t.weight_layout, options.packed_reads)
+            .fixed_ctas(blocks);
     if (tile.kernel == MoeGemmKernel::wgmma && ctas > k_max_grid_x)
       return make_error(Errc::invalid_argument, "{}: {} slots need {} CTAs of {} (at most {})",
                         k_op.str(), slots, ctas, tile.describe(), k_max_grid_x);
@@ -206,25 +164,19 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   }
 
   const MoeWorkspaceLayout l = moe_workspace_layout(s, tokens);
-  const CUdeviceptr w = t.workspace.data;
-  const CUdeviceptr topk_weights = w + l.topk_weights, topk_ids = w + l.topk_ids,
-                    sorted = w + l.sorted_ids, expert_ids = w + l.expert_ids,
-                    npp = w + l.num_post_padded, inter = w + l.intermediate,
-                    slot_out = w + l.slot_out, scratch = w + l.stream_k,
-                    tokens_f16 = w + l.tokens_f16;
-  const int n_tokens = static_cast<int>(tokens), top_k = static_cast<int>(s.top_k);
-
+  const MoeBuffers b = MoeBuffers::of(t, l);
   if (options.stages & moe_stage_route)
-    if (auto err = moe_route(engine, t.router_logits, {topk_weights, DType::f32, {tokens, s.top_k}, {}},
-                             {topk_ids, DType::i32, {tokens, s.top_k}, {}}, options.renormalize,
-                             stream))
+    if (auto err =
+            moe_route(engine, t.router_logits, {b.topk_weights, DType::f32, {tokens, s.top_k}, {}},
+                      {b.topk_ids, DType::i32, {tokens, s.top_k}, {}}, options.renormalize, stream))
       return err;
   if (options.stages & moe_stage_align)
-    if (auto err = moe_align(engine, {topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
-                             config.block_m, {sorted, DType::i32, {l.max_padded}, {}},
-                             {expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
-                             {npp, DType::i32, {1}, {}}, false, stream,
-                             {scratch, DType::i32, {l.counter_ints}, {}}, moe_slot_order(config)))
+    if (auto err =
+            moe_align(engine, {b.topk_ids, DType::i32, {tokens, s.top_k}, {}}, s.experts,
+                      config.block_m, {b.sorted_ids, DType::i32, {l.max_padded}, {}},
+                      {b.expert_ids, DType::i32, {ceil_div(l.max_padded, k_min_block_m)}, {}},
+                      {b.num_post_padded, DType::i32, {1}, {}}, false, stream,
+                      {b.scratch, DType::i32, {l.counter_ints}, {}}, moe_slot_order(config)))
       return err;
   const int handoff = handoff_target(s, tokens, config, options, blocks);
   const int group = group_blocks(s, tokens, config.block_m, handoff != 0, options.launch_order);
@@ -233,98 +185,28 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
       continue;
     const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
     if (gemm == 1 && tile.f16_tokens) // the tokens in f16, once for all of GEMM1's CTAs
-      if (auto err = launch_tokens_f16(engine, s, t.hidden.data, sorted, npp, tokens_f16, tokens,
-                                       l.tokens_f16_rows, stream))
+      if (auto err = launch_tokens_f16(engine, s, b.hidden, b.sorted_ids, b.num_post_padded,
+                                       b.tokens_f16, tokens, l.tokens_f16_rows, stream))
         return err;
-    runtime::LaunchConfig launch;
-    const int64_t rows = gemm_rows(s, gemm);
+    llvm::Error err = llvm::Error::success();
     if (tile.kernel == MoeGemmKernel::wgmma) {
-      // Checked against k_max_grid_x above. A split-K cluster is split_k consecutive CTAs.
-      launch.grid[0] = static_cast<unsigned>(wgmma_ctas(blocks, rows, tile));
-      launch.cluster_x = static_cast<unsigned>(tile.split_k);
+      WgmmaLaunch how;
+      how.blocks = blocks;
+      how.handoff = gemm == 1 ? (handoff > 0 ? 1 : 0) : handoff;
+      how.group_blocks = group;
       // GEMM2 is a programmatic dependent of GEMM1: it streams weights while GEMM1 ends. It
       // reads the routing arrays at once, so only right after a GEMM1 of this call (whose CTAs
       // let it start after they have read them; run alone it would race the kernel before).
       // GEMM1 as a programmatic dependent of align measured no gain (Qwen3 T=1: 14.7 µs).
-      launch.programmatic_serialization =
+      how.programmatic =
           options.programmatic_launch && gemm == 2 && (options.stages & moe_stage_gemm1);
+      err = launch_wgmma_gemm(
+          engine, s,
+          WgmmaGemm::of(s, gemm, config.block_m, tile, t.weight_layout, options.packed_reads), b,
+          tokens, how, stream);
     } else {
-      launch.grid[0] = static_cast<unsigned>(rows / tile.block_n);
-      launch.grid[1] = static_cast<unsigned>(blocks);
-    }
-    launch.block[0] = tile.threads(gemm);
-    launch.shared_bytes = moe_gemm_shared_bytes(config.block_m, tile, s.dtype, gemm);
-    launch.stream = stream;
-    const int weights = weight_reads(tile, t.weight_layout, options.packed_reads);
-    const auto values = gemm_values(s, gemm, config.block_m, tile, tokens, weights);
-    const KernelIndex index = gemm_index(gemm, s.dtype, tile.kernel);
-    llvm::Error err = llvm::Error::success();
-    if (tile.kernel == MoeGemmKernel::wgmma) {
-      // Weights through TMA: rows of K bytes per expert, boxes of 128 bytes x the tile's rows
-      // (GEMM1: its gate half and its up half, loaded separately). Packed weights: by bulk copies
-      // from their address (weights 1; the map goes unused) or through a rank-4 map (weights 2).
-      const int64_t k_bytes = (gemm == 1 ? s.hidden : s.intermediate) * element_bytes(s.dtype);
-      const uint32_t box_rows = static_cast<uint32_t>(gemm == 1 ? tile.block_n / 2 : tile.block_n);
-      const CUdeviceptr weight_data = gemm == 1 ? t.w13.data : t.w2.data;
-      auto map = weights == 2
-                     ? runtime::tensor_map_packed_weights(weight_data, s.experts * rows, k_bytes,
-                                                          k_moe_piece_rows, box_rows)
-                     : runtime::tensor_map_u8_3d(weight_data,
-                                                 {static_cast<uint64_t>(k_bytes),
-                                                  static_cast<uint64_t>(rows),
-                                                  static_cast<uint64_t>(s.experts)},
-                                                 {128, box_rows, 1});
-      const CUdeviceptr bulk_from = weights == 1 ? weight_data : 0;
-      if (!map)
-        return map.takeError();
-      // Looked up once: the persistent schedules size their grid from it.
-      auto variant = get_variant(engine, index, values);
-      if (!variant)
-        return variant.takeError();
-      if (tile.persistent()) {
-        auto ctas = persistent_ctas(engine, **variant, launch, gemm, config.block_m, blocks, rows,
-                                    k_bytes, tile);
-        if (!ctas)
-          return ctas.takeError();
-        launch.grid[0] = *ctas;
-      }
-      if (gemm == 1) {
-        // The sorted f16-token tiles' tokens: the f16 copy, one box of block_m rows per K half
-        // and stage. The other tiles read no map there, so they get the weights' again; the
-        // f16-token tiles in token order gather from the copy instead of hidden.
-        const bool sorted_copy = tile.f16_tokens && f16_tokens_sorted(s);
-        CUtensorMap tokens_map = *map;
-        if (sorted_copy) {
-          auto f16_map = runtime::tensor_map_u8_3d(
-              tokens_f16,
-              {static_cast<uint64_t>(2 * s.hidden), static_cast<uint64_t>(l.tokens_f16_rows), 1},
-              {128, static_cast<uint32_t>(config.block_m), 1});
-          if (!f16_map)
-            return f16_map.takeError();
-          tokens_map = *f16_map;
-        }
-        err = engine.launch(**variant, launch, *map, tokens_map,
-                            tile.f16_tokens && !sorted_copy ? tokens_f16 : t.hidden.data, sorted,
-                            expert_ids, npp, t.a1_scale.data, t.w13_scale.data, t.a2_scale.data,
-                            inter, scratch, handoff > 0 ? 1 : 0, group, n_tokens, top_k, bulk_from);
-      } else {
-        // GEMM2's token rows: the intermediate in sorted order, one box of block_m rows.
-        auto inter_map = runtime::tensor_map_u8_3d(
-            inter, {static_cast<uint64_t>(k_bytes), static_cast<uint64_t>(l.max_padded), 1},
-            {128, static_cast<uint32_t>(config.block_m), 1});
-        if (!inter_map)
-          return inter_map.takeError();
-        err = engine.launch(**variant, launch, *map, *inter_map, sorted, expert_ids, npp,
-                            t.a2_scale.data, t.w2_scale.data, topk_weights, slot_out, scratch,
-                            handoff, group, n_tokens, top_k, bulk_from);
-      }
-    } else {
-      err = gemm == 1 ? launch_variant(engine, index, values, launch, t.hidden.data, t.w13.data,
-                                       sorted, expert_ids, npp, t.a1_scale.data,
-                                       t.w13_scale.data, t.a2_scale.data, inter, n_tokens, top_k)
-                      : launch_variant(engine, index, values, launch, inter, t.w2.data, sorted,
-                                       expert_ids, npp, t.a2_scale.data, t.w2_scale.data,
-                                       topk_weights, slot_out, n_tokens, top_k);
+      err = launch_mma_gemm(engine, s, MmaGemm::of(s, gemm, config.block_m, tile), b, tokens,
+                            blocks, stream);
     }
     if (err)
       return err;
@@ -332,8 +214,8 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   if (options.stages & moe_stage_reduce) {
     // 8 values a thread.
     const runtime::LaunchConfig launch = grid_stride_launch(tokens * s.hidden / 8, 16, stream);
-    if (auto err = launch_variant(engine, k_reduce, {s.top_k, tokens}, launch, slot_out,
-                                  t.out.data, n_tokens, static_cast<int>(s.hidden)))
+    if (auto err = launch_variant(engine, k_reduce, {s.top_k, tokens}, launch, b.slot_out,
+                                  t.out.data, static_cast<int>(tokens), static_cast<int>(s.hidden)))
       return err;
   }
   return llvm::Error::success();
@@ -377,9 +259,13 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
       add(k_tokens_f16, tokens_f16_values(s, count));
     for (int gemm = 1; gemm <= 2; ++gemm) {
       const GemmTile& tile = gemm == 1 ? config.gemm1 : config.gemm2;
-      add(gemm_index(gemm, s.dtype, tile.kernel),
-          gemm_values(s, gemm, config.block_m, tile, count,
-                      weight_reads(tile, weights, options.packed_reads)));
+      if (tile.kernel == MoeGemmKernel::wgmma)
+        add(gemm_index(gemm, s.dtype, tile.kernel),
+            WgmmaGemm::of(s, gemm, config.block_m, tile, weights, options.packed_reads)
+                .values(count));
+      else
+        add(gemm_index(gemm, s.dtype, tile.kernel),
+            MmaGemm::of(s, gemm, config.block_m, tile).values(count));
     }
     add(k_reduce, {s.top_k, count});
     // A caller may pack the weights for the wgmma GEMMs at load (one variant, any shape).

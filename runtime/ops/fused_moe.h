@@ -31,10 +31,10 @@ namespace specjit::ops {
 //   moe_route<experts, top_k, renormalize, num_tokens>
 //   moe_align<experts, block_m, stable, num_tokens>
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
-//   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, split_k,
-//                             tiles, num_tokens>
-//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; swap_ab 2 and 3: f16 tokens
-//     in token or sorted order)
+//   moe_wgmma{1,2}_{fp8,bf16}<n, k, orientation, block_m, block_n, warpgroups, stages, split_k,
+//                             schedule, tiles, weights, num_tokens>
+//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; orientation, schedule and weights are the
+//     enumerations of kernels_src/moe/gemm_args.h)
 //   moe_reduce<top_k, num_tokens>
 //   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
 //   moe_pack_weights<rows> (rows a dynamic spec word: one variant)

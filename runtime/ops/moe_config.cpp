@@ -1,5 +1,7 @@
 #include "runtime/ops/moe_config.h"
 
+#include "runtime/ops/moe_gemm_mma.h"
+#include "runtime/ops/moe_gemm_wgmma.h"
 #include "runtime/specialization.h"
 
 #include "support/error.h"
@@ -223,11 +225,13 @@ std::string GemmTile::describe() const {
 }
 
 unsigned GemmTile::threads(int gemm) const {
-  // kernels_src/moe/wgmma_pipeline.cuh, MoeWgmma::k_producer_warps
-  const int producer_warps = gemm == 1 && (!swap_ab || f16_tokens) ? 4 : 1;
+  // Threads depend on no size of the shape; the families' files hold the rule.
+  const MoeShape any{1, 1, 128, 128, MoeDType::fp8};
   return kernel == MoeGemmKernel::wgmma
-             ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
-             : static_cast<unsigned>(32 * warps_m * warps_n);
+             ? moe_detail::WgmmaGemm::of(any, gemm, 8, *this, MoeWeightLayout::row_major,
+                                         MoePackedReads::automatic)
+                   .threads()
+             : moe_detail::MmaGemm::of(any, gemm, 16, *this).threads();
 }
 
 std::string MoeTileConfig::describe() const {
@@ -235,38 +239,13 @@ std::string MoeTileConfig::describe() const {
 }
 
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
-  const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
-  const unsigned rows = static_cast<unsigned>(block_m * (tile.f16_tokens ? 2 : 1) + tile.block_n);
-  unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
-  if (wgmma) {
-    dynamic += 1024; // room to align the tiles to 1024 bytes
-    // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
-    // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
-    if (dtype == MoeDType::fp8 && gemm == 1 && !tile.f16_tokens)
-      dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
-                              : 2u * static_cast<unsigned>(tile.block_n) * k_row_bytes;
-    // The f16-token GEMM1 stages its e4m3 outputs, 64 columns x block_m a warpgroup
-    // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
-    if (tile.f16_tokens)
-      dynamic += static_cast<unsigned>(tile.warpgroups * block_m) * 64u;
-    // The normal orientation stages its bf16 outputs, 16 rows x up to 128 bytes a warp
-    // (moe_normal_staged): GEMM1's block_n / 2 columns, GEMM2's block_n. FP8 GEMM1 stores its
-    // e4m3 pairs directly (its f16 weight copy leaves no room).
-    if (!tile.swap_ab && (gemm == 2 || dtype == MoeDType::bf16)) {
-      const int row_bytes = 2 * (gemm == 1 ? tile.block_n / 2 : tile.block_n);
-      dynamic += static_cast<unsigned>(tile.warpgroups * 4 * 16 * std::min(row_bytes, 128));
-    }
-  }
-  // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
-  // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
-  // would not raise the function's dynamic limit and the launch fails
-  // (CUDA_ERROR_INVALID_VALUE, seen while tuning): ask for just over 48 KiB of dynamic memory
-  // so the limit is raised.
-  const unsigned fixed = 8u * block_m + (wgmma ? 16u * tile.stages : 0u);
-  constexpr unsigned k_default_limit = 48 * 1024;
-  if (dynamic <= k_default_limit && dynamic + fixed > k_default_limit)
-    return k_default_limit + 16;
-  return dynamic;
+  // Shared memory depends on no size of the shape; the families' files hold the rule.
+  const MoeShape any{1, 1, 128, 128, dtype};
+  return tile.kernel == MoeGemmKernel::wgmma
+             ? moe_detail::WgmmaGemm::of(any, gemm, block_m, tile, MoeWeightLayout::row_major,
+                                         MoePackedReads::automatic)
+                   .shared_bytes()
+             : moe_detail::MmaGemm::of(any, gemm, block_m, tile).shared_bytes();
 }
 
 llvm::StringRef moe_packed_reads_name(MoePackedReads reads) {

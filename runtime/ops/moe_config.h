@@ -20,6 +20,7 @@
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
+#include "kernels_src/moe/gemm_args.h"
 #include "support/arch.h"
 
 #include <llvm/Support/Error.h>
@@ -52,10 +53,9 @@ enum class MoeGemmKernel : uint8_t {
 };
 llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 
-// How a wgmma GEMM's CTAs share the work. fixed: one CTA per (token block, `tiles` tiles, split_k
-// part). stream_k and dynamic (the persistent schedules): as many CTAs as fit at once, taking
-// equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
-enum class MoeSchedule { fixed, stream_k, dynamic };
+// How a wgmma GEMM's CTAs share the work (fixed, stream_k, dynamic): the kernels' own enumeration
+// (kernels_src/moe/gemm_args.h), a template argument of the wgmma GEMM variants.
+using MoeSchedule = specjit_kernels::MoeSchedule;
 
 // How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
 // rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),

@@ -64,9 +64,10 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   std::set<int> block_ms;
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
+    // The orientation, the schedule and the weights' reads (row-major) by their values.
     expected.insert({768, 2048, c.gemm1.swap_ab ? 1 : 0, c.block_m, c.gemm1.block_n,
-                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k, c.gemm1.tiles,
-                     0}); // weights 0: row-major
+                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k,
+                     static_cast<int64_t>(c.gemm1.schedule), c.gemm1.tiles, 0});
     block_ms.insert(c.block_m);
   }
   CHECK(gemm1_configs == expected);
@@ -152,15 +153,14 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
   for (const ops::MoeConfigBucket& bucket : entry->buckets) {
     const ops::GemmTile& t = bucket.config.gemm1;
     if (t.kernel == ops::MoeGemmKernel::wgmma)
+      // Orientation: swap-AB on f16 tokens in token order (Qwen3's top 8), swap-AB, normal.
       expected.insert({768, 2048,
                        t.f16_tokens ? 2
                        : t.swap_ab  ? 1
                                     : 0,
                        bucket.config.block_m, t.block_n, t.warpgroups, t.stages, t.split_k,
-                       t.stream_k()  ? 0
-                       : t.dynamic() ? 1024
-                                     : t.tiles, // the schedules' encoding
-                       0});                     // weights: row-major
+                       static_cast<int64_t>(t.schedule), t.persistent() ? 1 : t.tiles,
+                       0}); // weights: row-major
     else
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});

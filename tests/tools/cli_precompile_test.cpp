@@ -65,6 +65,26 @@ TEST_CASE("--from-log of a run's log reproduces exactly its variants in a fresh 
   CHECK(cli.keys(fresh).size() == 3);
 }
 
+TEST_CASE("--from-log replays wgmma GEMM variants whose choices the log names") {
+  Cli cli;
+  // Qwen3's FP8 layer at T = 1: swap-AB wgmma GEMMs, logged with their orientation, schedule and
+  // weights' reads by name.
+  std::string manifest = cli.write("m.json", R"({"models": [{"type": "moe", "experts": 128,
+      "top_k": 8, "hidden": 2048, "intermediate": 768, "dtype": "fp8", "num_tokens": [1]}]})");
+  REQUIRE(cli.run({"precompile", "--manifest", manifest}).exit_code == 0);
+  const std::string log = read_file(cli.log());
+  CHECK(log.find("\"orientation\":\"swap_ab\"") != std::string::npos);
+  CHECK(log.find("\"weights\":\"row_major_map\"") != std::string::npos);
+  std::string fresh = cli.path("fresh");
+  llvm::json::Object replay =
+      cli.json({"precompile", "--from-log", cli.log(), "--cache-dir", fresh}, 0,
+               {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
+  CHECK(field(replay, "skipped_events") == 0);
+  CHECK(field(replay, "failed") == 0);
+  CHECK(field(replay, "compiled") == field(replay, "variants"));
+  CHECK(cli.keys(fresh) == cli.keys(cli.cache()));
+}
+
 TEST_CASE("a malformed manifest names file, line and field, exits 2 and changes nothing") {
   Cli cli;
   struct Case {

@@ -124,7 +124,13 @@ llvm::Expected<Job> replay_job(const runtime::LogEvent& event) {
     if (value == nullptr)
       return make_error(Errc::invalid_argument, "the logged variant lacks parameter '{}'",
                         param.name);
-    auto spec = runtime::SpecValue::parse(*value);
+    // An enumeration's value is logged by its name.
+    std::optional<int64_t> named;
+    if (auto text = value->getAsString(); text && param.is_enum())
+      named = param.enum_value(*text);
+    auto spec = named ? llvm::Expected<runtime::SpecValue>(
+                            runtime::SpecValue{runtime::SpecKind::exact, *named})
+                      : runtime::SpecValue::parse(*value);
     if (!spec)
       return make_error(Errc::invalid_argument, "parameter '{}': {}", param.name,
                         llvm::toString(spec.takeError()));
