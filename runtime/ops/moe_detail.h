@@ -127,6 +127,17 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
 
 KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 
+// The template values of moe_route (moe_route_kernel), and its launch: one warp a token.
+std::vector<int64_t> route_values(int64_t experts, int64_t top_k, bool renormalize,
+                                  int64_t num_tokens);
+llvm::Error launch_route(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                         CUdeviceptr logits, CUdeviceptr topk_weights, CUdeviceptr topk_ids,
+                         int64_t tokens, CUstream stream);
+// moe_align's launch: one CTA; it zeroes `counters` ints at zero_counters (0: none).
+llvm::Error launch_align(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                         CUdeviceptr topk_ids, CUdeviceptr sorted_ids, CUdeviceptr expert_ids,
+                         CUdeviceptr num_post_padded, CUdeviceptr zero_counters, int64_t counters,
+                         int64_t tokens, int64_t top_k, CUstream stream);
 // The template values of moe_align (moe_align_kernel), for its launch and the manifest's variants.
 std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
                                   int64_t num_tokens);
@@ -141,8 +152,8 @@ MoeWeightReads weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePac
 
 // The device addresses of one fused_moe call: its tensors and its workspace's regions.
 struct MoeBuffers {
-  CUdeviceptr hidden = 0, w13 = 0, w2 = 0, a1_scale = 0, w13_scale = 0, a2_scale = 0, w2_scale = 0,
-              out = 0;
+  CUdeviceptr hidden = 0, router_logits = 0, w13 = 0, w2 = 0, a1_scale = 0, w13_scale = 0,
+              a2_scale = 0, w2_scale = 0, out = 0;
   CUdeviceptr topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
               intermediate = 0, slot_out = 0, scratch = 0, tokens_f16 = 0;
   int64_t max_padded = 0;      // capacity of sorted_ids

@@ -146,6 +146,7 @@ MoeBuffers MoeBuffers::of(const FusedMoeTensors& t, const MoeWorkspaceLayout& l)
   const CUdeviceptr w = t.workspace.data;
   MoeBuffers b;
   b.hidden = t.hidden.data;
+  b.router_logits = t.router_logits.data;
   b.w13 = t.w13.data;
   b.w2 = t.w2.data;
   b.a1_scale = t.a1_scale.data;
