@@ -226,24 +226,10 @@ llvm::Expected<Slot*> wait_for(Slot& slot, Counters& counters) {
   slot.changed.wait(lock, [&] { return slot.state.load() != Slot::State::pending; });
   if (slot.state.load() == Slot::State::failed) {
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(slot.failure_code.value_or(Errc::unsupported), slot.failure);
+    return slot.failure.rebuild();
   }
   counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
   return &slot;
-}
-
-// The failure's message for the callers that wait on the slot, and its kind when it has one;
-// the error itself, with its type intact, goes back to the caller that resolved.
-llvm::Error record_failure(llvm::Error error, Slot& slot) {
-  return llvm::handleErrors(std::move(error),
-                            [&](std::unique_ptr<llvm::ErrorInfoBase> info) -> llvm::Error {
-                              if (!slot.failure.empty())
-                                slot.failure += "\n";
-                              slot.failure += info->message();
-                              if (info->isA<SpecjitError>())
-                                slot.failure_code = static_cast<SpecjitError&>(*info).code();
-                              return llvm::Error(std::move(info));
-                            });
 }
 
 } // namespace
@@ -358,7 +344,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
               slot->variant);
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (err) {
-    err = record_failure(std::move(err), *slot);
+    err = slot->failure.record(std::move(err));
     slot->state.store(Slot::State::failed, std::memory_order_release);
     {
       // Forget the failure, so that a later request tries again.

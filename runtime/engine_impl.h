@@ -4,9 +4,10 @@
 
 #include "runtime/engine.h"
 #include "runtime/event_log.h"
-#include "runtime/remote_tier.h"
 #include "runtime/header_deps.h"
 #include "runtime/kernel_source.h"
+#include "runtime/remote_tier.h"
+#include "runtime/stored_failure.h"
 #include "runtime/variant_key.h"
 
 #include "cache/disk_store.h"
@@ -56,8 +57,7 @@ struct Slot {
   std::mutex mutex;
   std::condition_variable changed;
   std::atomic<State> state{State::pending}; // read without `mutex` on the hot path
-  std::string failure;
-  std::optional<Errc> failure_code; // the failure's kind, for the callers that waited for it
+  StoredFailure failure;                    // for the callers that waited for it
   Variant variant;
   std::atomic<bool> loaded{false}; // module loaded; set once under `mutex`
 };
