@@ -4,6 +4,7 @@
 #include "runtime/store_config.h"
 
 #include "support/error.h"
+#include "support/logging.h"
 
 #include <fmt/format.h>
 
@@ -56,6 +57,24 @@ Arch Engine::Impl::arch() {
     target_arch = Arch::for_device(major, minor);
   });
   return target_arch;
+}
+
+const DeviceFacts& Engine::Impl::device_facts() {
+  std::call_once(facts_once, [&] {
+    // The device's, unless an explicitly configured architecture describes another machine.
+    facts = DeviceFacts::for_target(arch());
+    if (!device_available())
+      return;
+    auto queried = query_device_facts(static_cast<int>(config.device.value));
+    if (!queried) {
+      log_warning(llvm::Twine("cannot read the device's facts, using ") + facts.arch.name() +
+                  "'s defaults: " + llvm::toString(queried.takeError()));
+      return;
+    }
+    if (queried->arch == facts.arch)
+      facts = std::move(*queried);
+  });
+  return facts;
 }
 
 llvm::Error Engine::Impl::ensure_context() {
@@ -507,32 +526,47 @@ llvm::Expected<unsigned> Engine::resident_ctas(const Variant& variant, const Lau
   if (variant.function == nullptr)
     return make_error(Errc::invalid_argument, "kernel {} ({}) is not loaded", variant.kernel_name,
                       variant.name_expression);
+  const unsigned threads = config.block[0] * config.block[1] * config.block[2];
+  const Impl::OccupancyKey key{variant.key, threads, config.shared_bytes};
+  {
+    std::shared_lock<std::shared_mutex> lock(m_impl->occupancy_mutex);
+    auto it = m_impl->occupancy.find(key);
+    if (it != m_impl->occupancy.end())
+      return it->second;
+  }
   if (auto err = m_impl->ensure_context())
     return err;
   const Driver& drv = *driver();
   if (auto err = allow_shared_bytes(drv, variant, config.shared_bytes))
     return err;
-  const unsigned threads = config.block[0] * config.block[1] * config.block[2];
-  int per_sm = 0, sms = 0;
-  CUdevice device = 0;
+  int per_sm = 0;
   if (auto err =
           drv.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
                         &per_sm, variant.function, static_cast<int>(threads), config.shared_bytes),
                     "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
-    return err;
-  if (auto err = drv.check(drv.cuCtxGetDevice(&device), "cuCtxGetDevice"))
-    return err;
-  if (auto err = drv.check(
-          drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-          "cuDeviceGetAttribute"))
     return err;
   if (per_sm < 1)
     return make_error(
         Errc::invalid_argument,
         "kernel {} ({}): no CTA of {} threads and {} bytes of shared memory fits an SM",
         variant.kernel_name, variant.name_expression, threads, config.shared_bytes);
-  return static_cast<unsigned>(per_sm * sms);
+  // The device's own SM count, whatever architecture the engine compiles for: CTAs of a
+  // persistent grid past what the device holds could wait for each other forever.
+  int sms = 0;
+  CUdevice device = 0;
+  if (auto err = drv.check(drv.cuCtxGetDevice(&device), "cuCtxGetDevice"))
+    return err;
+  if (auto err = drv.check(
+          drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+          "cuDeviceGetAttribute"))
+    return err;
+  const unsigned ctas = static_cast<unsigned>(per_sm * sms);
+  std::unique_lock<std::shared_mutex> lock(m_impl->occupancy_mutex);
+  m_impl->occupancy.emplace(key, ctas);
+  return ctas;
 }
+
+const DeviceFacts& Engine::device_facts() const { return m_impl->device_facts(); }
 
 bool Engine::disk_writable() const { return m_impl->store.writable(); }
 std::string Engine::disk_unusable_reason() const { return m_impl->store.unusable_reason(); }

@@ -24,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <tuple>
 
 namespace specjit::runtime {
 
@@ -102,6 +103,20 @@ struct Engine::Impl {
 
   std::once_flag arch_once;
   Arch target_arch;
+  std::once_flag facts_once;
+  DeviceFacts facts;
+
+  // Engine::resident_ctas, by (variant key, threads, shared bytes).
+  struct OccupancyKey {
+    Digest128 key;
+    unsigned threads = 0, shared_bytes = 0;
+    friend bool operator<(const OccupancyKey& a, const OccupancyKey& b) {
+      return std::tie(a.key.high, a.key.low, a.threads, a.shared_bytes) <
+             std::tie(b.key.high, b.key.low, b.threads, b.shared_bytes);
+    }
+  };
+  std::shared_mutex occupancy_mutex;
+  std::map<OccupancyKey, unsigned> occupancy;
 
   std::mutex context_mutex; // serializes retaining the primary context
   std::atomic<CUcontext> context{nullptr};
@@ -116,6 +131,7 @@ struct Engine::Impl {
   Slot* find_ready(const VariantKey& key);
   llvm::Expected<Slot*> find_or_resolve(const VariantKey& key);
   Arch arch();
+  const DeviceFacts& device_facts();
   // The slow path (resolve.cpp): disk layers, then compile. Fills slot.variant.
   llvm::Error resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs, Variant& out);
   llvm::Error load(Slot& slot);

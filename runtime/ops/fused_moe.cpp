@@ -59,7 +59,7 @@ llvm::Error launch_tokens_f16(runtime::Engine& engine, const MoePlan& p, const M
                               CUstream stream) {
   const MoeShape& s = p.shape;
   const runtime::LaunchConfig launch =
-      grid_stride_launch(b.tokens_f16_rows * s.hidden / 16, 8, stream);
+      grid_stride_launch(b.tokens_f16_rows * s.hidden / 16, 8, p.multiprocessors, stream);
   return launch_variant(engine, k_tokens_f16, p.tokens_f16, launch, b.hidden, b.sorted_ids,
                         b.num_post_padded, b.tokens_f16, static_cast<int>(p.tokens),
                         static_cast<int>(s.top_k), static_cast<int>(s.hidden));
@@ -102,7 +102,8 @@ llvm::Error launch(runtime::Engine& engine, const MoePlan& p, const MoeBuffers& 
   if (!p.runs(moe_stage_reduce))
     return llvm::Error::success();
   // 8 values a thread.
-  const runtime::LaunchConfig reduce = grid_stride_launch(p.tokens * s.hidden / 8, 16, stream);
+  const runtime::LaunchConfig reduce =
+      grid_stride_launch(p.tokens * s.hidden / 8, 16, p.multiprocessors, stream);
   return launch_variant(engine, k_reduce, p.reduce, reduce, b.slot_out, b.out,
                         static_cast<int>(p.tokens), static_cast<int>(s.hidden));
 }
@@ -110,9 +111,10 @@ llvm::Error launch(runtime::Engine& engine, const MoePlan& p, const MoeBuffers& 
 } // namespace
 
 runtime::LaunchConfig moe_detail::grid_stride_launch(int64_t items, int64_t per_sm,
-                                                     CUstream stream) {
+                                                     int multiprocessors, CUstream stream) {
   runtime::LaunchConfig launch;
-  launch.grid[0] = static_cast<unsigned>(std::min<int64_t>(ceil_div(items, 256), 132 * per_sm));
+  launch.grid[0] =
+      static_cast<unsigned>(std::min<int64_t>(ceil_div(items, 256), multiprocessors * per_sm));
   launch.block[0] = 256;
   launch.stream = stream;
   return launch;
@@ -125,7 +127,7 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
   const int64_t tokens = t.hidden.shape[0];
   if (tokens == 0)
     return llvm::Error::success();
-  auto plan = plan_fused_moe(s, tokens, engine.arch(), options, t.weight_layout);
+  auto plan = plan_fused_moe(s, tokens, engine.device_facts(), options, t.weight_layout);
   if (!plan)
     return plan.takeError();
   return launch(engine, *plan, MoeBuffers::of(t, moe_workspace_layout(s, tokens)), stream);
@@ -134,11 +136,19 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch& arch,
                    llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
+  return fused_moe_variants(s, options, runtime::DeviceFacts::for_target(arch), token_counts,
+                            weights);
+}
+
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options,
+                   const runtime::DeviceFacts& target, llvm::ArrayRef<int64_t> token_counts,
+                   MoeWeightLayout weights) {
   if (auto err = check_moe_shape(s))
     return err;
   std::vector<int64_t> counts(token_counts.begin(), token_counts.end());
   if (counts.empty()) { // every bucket: its upper bound is one of its counts
-    auto all = resolve_moe_config(s, 1, arch, options.table, weights);
+    auto all = resolve_moe_config(s, 1, target, options.table, weights);
     if (!all)
       return all.takeError();
     counts = all->bounds;
@@ -158,7 +168,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
       out.push_back(std::move(request));
   };
   for (int64_t count : counts) {
-    auto plan = plan_fused_moe(s, count, arch, every, weights);
+    auto plan = plan_fused_moe(s, count, target, every, weights);
     if (!plan)
       return plan.takeError();
     for (runtime::VariantRequest& request : plan->variants())
@@ -173,7 +183,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch
 llvm::Expected<std::vector<const runtime::Variant*>>
 prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const FusedMoeOptions& options,
                   llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
-  auto requests = fused_moe_variants(shape, options, engine.arch(), token_counts, weights);
+  auto requests = fused_moe_variants(shape, options, engine.device_facts(), token_counts, weights);
   if (!requests)
     return requests.takeError();
   std::vector<const runtime::Variant*> variants;

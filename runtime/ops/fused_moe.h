@@ -178,9 +178,14 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 
-// Every variant a layer of this shape can need: every kernel x every bucket's configuration
-// (arch and the weights' layout pick the table entry). token_counts restricts the buckets to those
-// counts' buckets.
+// Every variant a layer of this shape can need on `target`: every kernel x every bucket's
+// configuration (the target and the weights' layout pick the table entry, and the target's SM
+// count the default rule's tiles). token_counts restricts the buckets to those counts' buckets.
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options,
+                   const runtime::DeviceFacts& target, llvm::ArrayRef<int64_t> token_counts = {},
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
+// The same on `arch`'s documented device (runtime/device_facts.h).
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options, const Arch& arch,
                    llvm::ArrayRef<int64_t> token_counts = {},

@@ -15,8 +15,6 @@ namespace specjit::ops {
 namespace {
 
 constexpr int k_row_bytes = 128; // BLOCK_K in bytes (kernels_src/moe/gemm.cu)
-constexpr unsigned k_max_shared = 227 * 1024;
-constexpr int64_t k_h200_sms = 132;
 
 // Shrinks block_n (and then warps_n) until the tile divides `rows` of the weight.
 GemmTile fit(GemmTile tile, int64_t out_columns, bool gated) {
@@ -179,9 +177,12 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
+  // What a CTA may opt in to on the target's documented device (runtime/device_facts.h).
+  const unsigned max_shared =
+      static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
   if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
-                                           u.gated ? 1 : 2) > k_max_shared)
-    why = "more than 227 KiB of shared memory";
+                                           u.gated ? 1 : 2) > max_shared)
+    why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
     return llvm::Error::success();
   return make_error(Errc::invalid_argument, "fused_moe: {} tile {} (block_m {}): {}", which,
@@ -291,16 +292,17 @@ const std::vector<int64_t>& default_moe_buckets() {
 
 namespace {
 
-MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
+MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                          int64_t sms) {
   MoeTileConfig c;
   if (per_expert <= 16) {
     // Weight streaming: 16-row tiles; narrow enough that the experts hit fill the GPU twice.
     c.block_m = 16;
     c.gemm1 = {64, 1, 4, 4};
     c.gemm2 = {64, 1, 4, 4};
-    if (experts_hit * (2 * shape.intermediate / 64) < 2 * k_h200_sms)
+    if (experts_hit * (2 * shape.intermediate / 64) < 2 * sms)
       c.gemm1 = {32, 1, 2, 6};
-    if (experts_hit * (shape.hidden / 64) < 2 * k_h200_sms)
+    if (experts_hit * (shape.hidden / 64) < 2 * sms)
       c.gemm2 = {32, 1, 2, 6};
   } else if (per_expert <= 48) {
     c.block_m = 32;
@@ -329,7 +331,8 @@ int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
   return 64;
 }
 
-MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
+MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                            int64_t sms) {
   MoeTileConfig c;
   auto tile = [](int block_n, int stages, bool swap_ab, int warpgroups) {
     return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups);
@@ -341,10 +344,10 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
       c.block_m *= 2;
     // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
     auto split = [&](int64_t out_columns) {
-      return experts_hit * (out_columns / 64) < k_h200_sms ? 2 : 1;
+      return experts_hit * (out_columns / 64) < sms ? 2 : 1;
     };
     // Packed GEMM1 tiles (32 output columns) double the CTAs when 64-column tiles are too few.
-    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * k_h200_sms;
+    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
     c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
   } else {
@@ -359,18 +362,25 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
 
 } // namespace
 
-MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
+                                 const runtime::DeviceFacts& target) {
+  const Arch& arch = target.arch;
   const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
   const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
   const int64_t experts_hit = std::min(shape.experts, slots);
+  const int64_t sms = target.multiprocessors;
   if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
-    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit);
+    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit, sms);
     llvm::Error err = check_moe_config(shape, c, arch);
     if (!err)
       return c;
     llvm::consumeError(std::move(err)); // e.g. a shape whose tiles do not fit: mma.sync
   }
-  return mma_default(shape, per_expert, experts_hit);
+  return mma_default(shape, per_expert, experts_hit, sms);
+}
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+  return default_moe_config(shape, tokens, runtime::DeviceFacts::for_target(arch));
 }
 
 llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, const GemmTile& tile,
@@ -395,6 +405,15 @@ llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
                                                      const Arch& arch, const MoeConfigTable* table,
                                                      MoeWeightLayout weights) {
+  return resolve_moe_config(shape, num_tokens, runtime::DeviceFacts::for_target(arch), table,
+                            weights);
+}
+
+llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
+                                                     const runtime::DeviceFacts& target,
+                                                     const MoeConfigTable* table,
+                                                     MoeWeightLayout weights) {
+  const Arch& arch = target.arch;
   ResolvedMoeConfig resolved;
   const MoeConfigEntry* entry = table ? table->find(shape, arch, weights) : nullptr;
   if (entry)
@@ -415,7 +434,7 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
       if (bucket.max_tokens == resolved.bucket)
         resolved.config = bucket.config;
   } else {
-    resolved.config = default_moe_config(shape, resolved.bucket, arch);
+    resolved.config = default_moe_config(shape, resolved.bucket, target);
   }
   if (auto err = check_moe_config(shape, resolved.config, arch))
     return err;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include "kernels_src/moe/gemm_args.h"
+#include "runtime/device_facts.h"
 #include "support/arch.h"
 
 #include <llvm/Support/Error.h>
@@ -175,11 +176,14 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
 // The bucket bounds used without a table: 4, 16, 64, 256, 1024, 4096.
 const std::vector<int64_t>& default_moe_buckets();
 
-// The rule for a shape and a (bucket's upper bound of the) token count. sm_90a: wgmma, swap-AB
-// while few tokens reach each expert (docs/moe.md, "Tile configurations": where it stops
-// paying), the normal orientation with large tiles beyond. Other archs: mma.sync tiles, small
-// while streaming weights, larger as the GEMMs turn compute-bound. Always valid for the shape
-// and arch (see check_moe_config).
+// The rule for a shape and a (bucket's upper bound of the) token count on `target` (its arch and
+// SM count: how many CTAs fill it). sm_90a: wgmma, swap-AB while few tokens reach each expert
+// (docs/moe.md, "Tile configurations": where it stops paying), the normal orientation with large
+// tiles beyond. Other archs: mma.sync tiles, small while streaming weights, larger as the GEMMs
+// turn compute-bound. Always valid for the shape and arch (see check_moe_config).
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
+                                 const runtime::DeviceFacts& target);
+// The same on `arch`'s documented device (runtime/device_facts.h: sm_90a 132 SMs).
 MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch = Arch{});
 
 // Whether the kernels can run `config` on `shape` for `arch`: tile divisibility, warp grid,
@@ -199,6 +203,11 @@ struct ResolvedMoeConfig {
   int64_t bucket = 0;          // num_tokens' bucket: the last one for counts above it
   MoeTileConfig config;
 };
+llvm::Expected<ResolvedMoeConfig>
+resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const runtime::DeviceFacts& target,
+                   const MoeConfigTable* table,
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
+// The same on `arch`'s documented device.
 llvm::Expected<ResolvedMoeConfig>
 resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const Arch& arch,
                    const MoeConfigTable* table,

@@ -90,9 +90,10 @@ inline constexpr size_t k_stream_k_scratch_bytes =
     size_t{k_scratch_ints} * 4 + size_t{k_stream_k_slot_floats} * 4;
 
 // A grid-stride launch of 256-thread CTAs over `items` (moe_tokens_f16, moe_reduce,
-// moe_pack_weights): one item a thread, at most `per_sm` CTAs an SM of the H200 (the kernels loop
-// over the rest).
-runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream stream);
+// moe_pack_weights): one item a thread, at most `per_sm` CTAs an SM of a device of
+// `multiprocessors` SMs (the kernels loop over the rest).
+runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, int multiprocessors,
+                                         CUstream stream);
 
 // Whether a wgmma tile reads packed weights by bulk copies (else through a rank-4 tensor map);
 // see moe_kernels.cpp.

@@ -2,8 +2,6 @@
 
 #include "runtime/tensor_map.h"
 
-#include <llvm/ADT/DenseMap.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,26 +35,22 @@ runtime::ParamDef enumeration(const char* name, const char* type,
   return param;
 }
 
-// The persistent schedules' grid: as many CTAs as the device holds at once, at most one per
-// tile (dynamic) or per step (stream-K, whose CTAs also need the workspace's scratch:
-// k_stream_k_max_ctas counters, two slots of 64 x block_m sums per MMA a CTA).
+// The persistent schedules' grid: as many CTAs as the device holds at once (the engine asks
+// once per variant), at most one per tile (dynamic) or per step (stream-K, whose CTAs also need
+// the workspace's scratch: k_stream_k_max_ctas counters, two slots of 64 x block_m sums per MMA a
+// CTA).
 llvm::Expected<unsigned> persistent_ctas(runtime::Engine& engine, const runtime::Variant& variant,
                                          const runtime::LaunchConfig& launch, const WgmmaGemm& g,
                                          int64_t blocks) {
-  thread_local llvm::DenseMap<const runtime::Variant*, unsigned> resident;
-  auto it = resident.find(&variant);
-  if (it == resident.end()) {
-    auto ctas = engine.resident_ctas(variant, launch);
-    if (!ctas)
-      return ctas.takeError();
-    it = resident.try_emplace(&variant, *ctas).first;
-  }
+  auto resident = engine.resident_ctas(variant, launch);
+  if (!resident)
+    return resident.takeError();
   const int64_t tiles = blocks * (g.weight_rows() / g.block_n);
   if (g.schedule == MoeSchedule::dynamic) // whole tiles, no scratch slots
-    return static_cast<unsigned>(std::min<int64_t>(it->second, tiles));
+    return static_cast<unsigned>(std::min<int64_t>(*resident, tiles));
   const int64_t slot_floats = 64 * g.block_m * (g.gemm == 1 ? 2 : 1); // GEMM1: gate and up MMAs
   return static_cast<unsigned>(
-      std::min<int64_t>({it->second, int64_t{k_stream_k_max_ctas},
+      std::min<int64_t>({int64_t{*resident}, int64_t{k_stream_k_max_ctas},
                          k_stream_k_slot_floats / (2 * slot_floats), tiles * (g.k_bytes() / 128)}));
 }
 

@@ -121,8 +121,10 @@ llvm::Error check_grids(const MoePlan& p) {
 
 } // namespace
 
-llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens, const Arch& arch,
+llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
+                                       const runtime::DeviceFacts& target,
                                        const FusedMoeOptions& options, MoeWeightLayout layout) {
+  const Arch& arch = target.arch;
   if (auto err = check_moe_shape(s))
     return err;
   MoePlan p;
@@ -130,12 +132,13 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens, const 
   p.tokens = tokens;
   p.stages = options.stages;
   p.layout = layout;
+  p.multiprocessors = target.multiprocessors;
   if (options.config) {
     p.config = *options.config;
     if (auto err = check_moe_config(s, p.config, arch))
       return err;
   } else {
-    auto resolved = resolve_moe_config(s, tokens, arch, options.table, layout);
+    auto resolved = resolve_moe_config(s, tokens, target, options.table, layout);
     if (!resolved)
       return resolved.takeError();
     p.config = resolved->config;

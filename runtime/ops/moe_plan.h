@@ -31,6 +31,7 @@ struct MoePlan {
   int handoff = 0; // GEMM2's block hand-off target (0: GEMM2 waits for the whole of GEMM1)
   int group_blocks = k_grouped_blocks; // the fixed schedule's launch order
   bool programmatic = false;           // GEMM2 launched as a programmatic dependent of GEMM1
+  int multiprocessors = 0;             // the target's: the grid-stride launches' grids
   // Template values of the stages' kernels (moe_kernels()); tokens_f16 empty: no f16 copy.
   std::vector<int64_t> route, align, tokens_f16, reduce;
   PlannedGemm gemm1, gemm2;
@@ -41,10 +42,12 @@ struct MoePlan {
   std::vector<runtime::VariantRequest> variants() const;
 };
 
-// The plan of a call of `tokens` tokens (at least 1) on `arch`: the table's (or the forced)
-// configuration checked against the shape, and the grid limits the configuration meets at this
-// count. Errors are invalid_argument, named as fused_moe's.
-llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& shape, int64_t tokens, const Arch& arch,
+// The plan of a call of `tokens` tokens (at least 1) on `target` (the engine's device, or a
+// target's documented defaults when precompiling): the table's (or the forced) configuration
+// checked against the shape, and the grid limits the configuration meets at this count. Errors
+// are invalid_argument, named as fused_moe's.
+llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& shape, int64_t tokens,
+                                       const runtime::DeviceFacts& target,
                                        const FusedMoeOptions& options, MoeWeightLayout layout);
 
 } // namespace specjit::ops::moe_detail

@@ -209,9 +209,10 @@ llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
     return make_error(Errc::invalid_argument,
                       "{}: packed must not overlap weights (the packing is not in place)",
                       k_pack_op.str());
-  return launch_variant(engine, k_pack_weights, {rows}, grid_stride_launch(bytes / 16, 8, stream),
-                        weights.data, packed.data, static_cast<int>(rows),
-                        static_cast<int>(k_bytes));
+  const runtime::LaunchConfig launch =
+      grid_stride_launch(bytes / 16, 8, engine.device_facts().multiprocessors, stream);
+  return launch_variant(engine, k_pack_weights, {rows}, launch, weights.data, packed.data,
+                        static_cast<int>(rows), static_cast<int>(k_bytes));
 }
 
 } // namespace specjit::ops

@@ -59,7 +59,7 @@ std::set<std::string> precompiled(const Reference& ref, MoeDType dtype, MoeWeigh
 
 TEST_CASE("every call's plan launches only variants that precompile prepares, and every bucket's "
           "plan together launch all of them but the packing kernel") {
-  const Arch sm90a{9, 0, true};
+  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
   for (const Reference& ref : k_references)
     for (MoeDType dtype : {MoeDType::fp8, MoeDType::bf16})
       for (MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
@@ -99,7 +99,7 @@ TEST_CASE("every call's plan launches only variants that precompile prepares, an
 }
 
 TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
-  const Arch sm90a{9, 0, true};
+  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   FusedMoeOptions options;
   auto all = moe_detail::plan_fused_moe(qwen, 1024, sm90a, options, MoeWeightLayout::row_major);
@@ -126,7 +126,7 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
 }
 
 TEST_CASE("planning refuses what the launch could not run, with no GPU") {
-  const Arch sm90a{9, 0, true};
+  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   FusedMoeOptions options;
   options.config = MoeTileConfig{16, {64, 1, 4, 4}, {64, 1, 4, 4}}; // mma.sync tiles
