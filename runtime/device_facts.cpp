@@ -28,9 +28,9 @@ DeviceFacts DeviceFacts::for_target(const Arch& arch, llvm::StringRef device_nam
   facts.shared_per_block_optin = (hopper ? 227 : 163) * 1024;
   facts.threads_per_multiprocessor = 2048;
   facts.registers_per_multiprocessor = 65536;
+  facts.name = device_name.str();
   for (const KnownDevice& known : k_known)
     if (device_name == known.name) {
-      facts.name = known.name;
       facts.multiprocessors = known.multiprocessors;
       facts.shared_per_block_optin = known.shared_per_block_optin_kib * 1024;
     }

@@ -35,8 +35,8 @@ struct DeviceFacts {
 
   friend bool operator==(const DeviceFacts&, const DeviceFacts&) = default;
 
-  // The defaults of `arch`, or of `device_name` where the table above knows it (its arch is
-  // then still `arch`).
+  // The defaults of `arch`, named `device_name`: its facts where the table above knows it, else
+  // the arch's (its arch is `arch` either way).
   static DeviceFacts for_target(const Arch& arch, llvm::StringRef device_name = {});
 };
 

@@ -18,6 +18,13 @@ using runtime::TensorRef;
 
 namespace {
 
+// The options with every knob at its default.
+TunedMoeOptions tuned(const FusedMoeOptions& options) {
+  TunedMoeOptions out;
+  out.options() = options;
+  return out;
+}
+
 // router_logits is only read by the route stage: callers that route themselves (the C ABI's
 // precomputed top-k) run the later stages without it.
 llvm::Error validate(const MoeShape& s, const FusedMoeTensors& t, unsigned stages) {
@@ -122,6 +129,11 @@ runtime::LaunchConfig moe_detail::grid_stride_launch(int64_t items, int64_t per_
 
 llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
                       const FusedMoeOptions& options, CUstream stream) {
+  return fused_moe(engine, s, t, tuned(options), stream);
+}
+
+llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoeTensors& t,
+                      const TunedMoeOptions& options, CUstream stream) {
   if (auto err = validate(s, t, options.stages))
     return err;
   const int64_t tokens = t.hidden.shape[0];
@@ -136,12 +148,26 @@ llvm::Error fused_moe(runtime::Engine& engine, const MoeShape& s, const FusedMoe
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options, const Arch& arch,
                    llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
-  return fused_moe_variants(s, options, runtime::DeviceFacts::for_target(arch), token_counts,
+  return fused_moe_variants(s, tuned(options), runtime::DeviceFacts::for_target(arch), token_counts,
                             weights);
 }
 
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options,
+                   const runtime::DeviceFacts& target, llvm::ArrayRef<int64_t> token_counts,
+                   MoeWeightLayout weights) {
+  return fused_moe_variants(s, tuned(options), target, token_counts, weights);
+}
+
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& s, const TunedMoeOptions& options, const Arch& arch,
+                   llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
+  return fused_moe_variants(s, options, runtime::DeviceFacts::for_target(arch), token_counts,
+                            weights);
+}
+
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& s, const TunedMoeOptions& options,
                    const runtime::DeviceFacts& target, llvm::ArrayRef<int64_t> token_counts,
                    MoeWeightLayout weights) {
   if (auto err = check_moe_shape(s))
@@ -154,7 +180,7 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options,
     counts = all->bounds;
   }
   // Every stage, whatever the options run: a serving call runs them all.
-  FusedMoeOptions every = options;
+  TunedMoeOptions every = options;
   every.stages = moe_stage_all;
   std::vector<runtime::VariantRequest> out;
   std::set<std::string> seen;
@@ -182,6 +208,12 @@ fused_moe_variants(const MoeShape& s, const FusedMoeOptions& options,
 
 llvm::Expected<std::vector<const runtime::Variant*>>
 prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const FusedMoeOptions& options,
+                  llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
+  return prepare_fused_moe(engine, shape, tuned(options), token_counts, weights);
+}
+
+llvm::Expected<std::vector<const runtime::Variant*>>
+prepare_fused_moe(runtime::Engine& engine, const MoeShape& shape, const TunedMoeOptions& options,
                   llvm::ArrayRef<int64_t> token_counts, MoeWeightLayout weights) {
   auto requests = fused_moe_variants(shape, options, engine.device_facts(), token_counts, weights);
   if (!requests)

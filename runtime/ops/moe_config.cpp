@@ -5,10 +5,13 @@
 #include "runtime/specialization.h"
 
 #include "support/error.h"
+#include "support/logging.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 
 namespace specjit::ops {
 
@@ -272,17 +275,32 @@ std::optional<MoeWeightLayout> parse_moe_weight_layout(llvm::StringRef name) {
   return std::nullopt;
 }
 
-const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape,
+                                           const runtime::DeviceFacts& target,
                                            MoeWeightLayout weights) const {
-  const MoeConfigEntry* row_major = nullptr;
-  for (const MoeConfigEntry& entry : entries)
-    if (entry.shape == shape && entry.arch == arch && !entry.buckets.empty()) {
+  return find(shape, target.arch, target.name, weights);
+}
+
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
+                                           llvm::StringRef device, MoeWeightLayout weights) const {
+  // The device's own entries first, then those of any device; in each, the weights' layout,
+  // then row-major.
+  for (bool own : {true, false}) {
+    const MoeConfigEntry* row_major = nullptr;
+    for (const MoeConfigEntry& entry : entries) {
+      const bool serves =
+          own ? !entry.device.empty() && entry.device == device : entry.device.empty();
+      if (!serves || !(entry.shape == shape) || !(entry.arch == arch) || entry.buckets.empty())
+        continue;
       if (entry.weights == weights)
         return &entry;
       if (entry.weights == MoeWeightLayout::row_major)
         row_major = &entry;
     }
-  return row_major;
+    if (row_major != nullptr)
+      return row_major;
+  }
+  return nullptr;
 }
 
 const std::vector<int64_t>& default_moe_buckets() {
@@ -409,18 +427,51 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
                             weights);
 }
 
+namespace {
+
+// Says once per process, shape and device when the table holds entries of the shape for other
+// devices of the target's arch only: tuned tiles are a device's, so the default rule decides.
+void note_other_devices(const MoeConfigTable& table, const MoeShape& shape,
+                        const runtime::DeviceFacts& target) {
+  std::string devices;
+  for (const MoeConfigEntry& entry : table.entries)
+    if (entry.shape == shape && entry.arch == target.arch && !entry.device.empty() &&
+        devices.find(entry.device) == std::string::npos)
+      devices += (devices.empty() ? "" : ", ") + entry.device;
+  if (devices.empty())
+    return;
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  const std::string key = fmt::format(
+      "{}x{} {}x{} {} {} on '{}'", shape.experts, shape.top_k, shape.hidden, shape.intermediate,
+      moe_dtype_name(shape.dtype).str(), target.arch.name(), target.name);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!said.insert(key).second)
+      return;
+  }
+  log_warning(llvm::Twine("fused_moe: the table's entries for ") + key.substr(0, key.find(" on ")) +
+              " are tuned for " + devices + ", not for " +
+              (target.name.empty() ? std::string("an unnamed device") : "'" + target.name + "'") +
+              ": the default rule decides (name the device when precompiling)");
+}
+
+} // namespace
+
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
                                                      const runtime::DeviceFacts& target,
                                                      const MoeConfigTable* table,
                                                      MoeWeightLayout weights) {
   const Arch& arch = target.arch;
   ResolvedMoeConfig resolved;
-  const MoeConfigEntry* entry = table ? table->find(shape, arch, weights) : nullptr;
+  const MoeConfigEntry* entry = table ? table->find(shape, target, weights) : nullptr;
   if (entry)
     for (const MoeConfigBucket& bucket : entry->buckets)
       resolved.bounds.push_back(bucket.max_tokens);
   else
     resolved.bounds = default_moe_buckets();
+  if (table && !entry)
+    note_other_devices(*table, shape, target);
   // Counts above the last bound take the last bucket's configuration, declared as the
   // policy's overflow bucket: a tile choice, not an upper bound any kernel is told.
   auto spec =

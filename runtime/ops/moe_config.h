@@ -160,13 +160,21 @@ struct MoeConfigEntry {
   // The weights the entry was tuned on (JSON "weights", default row_major): a table may hold an
   // entry of each layout for a shape.
   MoeWeightLayout weights = MoeWeightLayout::row_major;
+  // The device the entry was tuned on and serves (JSON "device", the driver's name, e.g.
+  // "NVIDIA H200"); empty: every device of the arch.
+  std::string device;
 };
 
 struct MoeConfigTable {
   std::vector<MoeConfigEntry> entries;
-  // The entry for (shape, arch, weights); for packed weights without one of their own, the
-  // row-major entry (its tiles read packed weights too).
-  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch,
+  // The entry for (shape, target, weights): the target's arch, and its device name where the
+  // entry names one (an entry of the device before one of any device); for packed weights
+  // without one of their own, the row-major entry (its tiles read packed weights too).
+  const MoeConfigEntry* find(const MoeShape& shape, const runtime::DeviceFacts& target,
+                             MoeWeightLayout weights = MoeWeightLayout::row_major) const;
+  // The same for `arch` and the device named `device` (empty: no device; entries of any device
+  // of the arch only).
+  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch, llvm::StringRef device = {},
                              MoeWeightLayout weights = MoeWeightLayout::row_major) const;
 };
 

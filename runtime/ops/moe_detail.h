@@ -5,6 +5,7 @@
 #include "kernels_src/moe/gemm_args.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/tensor.h"
 
 #include <cstdint>
@@ -101,10 +102,10 @@ bool packed_bulk_reads(const GemmTile& tile);
 
 // GEMM2's block hand-off target for this call (0: none); see fused_moe.cpp.
 int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
-                   const FusedMoeOptions& options, int64_t blocks);
+                   const MoeTuning& options, int64_t blocks);
 
 // The wgmma GEMMs' launch order on the fixed schedule (moe_wgmma_setup) as blocks per group:
-// 1 (block-major) or 8 (grouped); FusedMoeOptions::launch_order, automatic: block-major for FP8
+// 1 (block-major) or 8 (grouped); MoeTuning::launch_order, automatic: block-major for FP8
 // when GEMM2 takes blocks as they complete (`handoff`: the call's handoff_target is not 0),
 // there are at most 8 experts and the routed tokens fill at most one block each, so that each
 // block is complete early and GEMM2 can take it. Without the hand-off the order only decides
@@ -147,7 +148,7 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
 std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
 // How a wgmma GEMM's producer reads the weights (MoeWeights in
 // kernels_src/moe/wgmma_pipeline.cuh): row-major through a rank-3 tensor map, or packed by bulk
-// copies or through a rank-4 map: `reads` (the call's FusedMoeOptions), or where that is
+// copies or through a rank-4 map: `reads` (the call's MoeTuning), or where that is
 // automatic the tile's own (a table's "reads"), or where that is too packed_bulk_reads.
 MoeWeightReads weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);
 

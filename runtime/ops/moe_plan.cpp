@@ -45,7 +45,7 @@ std::vector<runtime::VariantRequest> MoePlan::variants() const {
 // and not both GEMMs are stream-K (they share the scratch slots, so they must not overlap); and
 // options.handoff (automatic: FP8 with 32 tokens an expert or more).
 int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
-                   const FusedMoeOptions& options, int64_t blocks) {
+                   const MoeTuning& options, int64_t blocks) {
   const unsigned gemms = moe_stage_gemm1 | moe_stage_gemm2;
   const bool wanted = options.handoff == MoeHandoff::always ||
                       (options.handoff == MoeHandoff::automatic && s.dtype == MoeDType::fp8 &&
@@ -71,7 +71,7 @@ int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
   // block-major measured no faster, and slower for the routings that put more than a block on
   // one expert (Mixtral T = 16, blocks of 8: 385 against 366 µs at worst, 0.6 % on average over
   // 48 routings). Where block-major measured faster and slower:
-  // FusedMoeOptions::launch_order.
+  // docs/moe.md, "Tuning knobs".
   return handoff && s.dtype == MoeDType::fp8 && s.experts <= 8 &&
                  tokens * s.top_k <= s.experts * int64_t{block_m}
              ? 1
@@ -123,7 +123,7 @@ llvm::Error check_grids(const MoePlan& p) {
 
 llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
                                        const runtime::DeviceFacts& target,
-                                       const FusedMoeOptions& options, MoeWeightLayout layout) {
+                                       const TunedMoeOptions& options, MoeWeightLayout layout) {
   const Arch& arch = target.arch;
   if (auto err = check_moe_shape(s))
     return err;

@@ -48,6 +48,6 @@ struct MoePlan {
 // are invalid_argument, named as fused_moe's.
 llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& shape, int64_t tokens,
                                        const runtime::DeviceFacts& target,
-                                       const FusedMoeOptions& options, MoeWeightLayout layout);
+                                       const TunedMoeOptions& options, MoeWeightLayout layout);
 
 } // namespace specjit::ops::moe_detail

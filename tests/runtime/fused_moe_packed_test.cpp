@@ -6,6 +6,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/ops/moe_detail.h"
 #include "runtime/tensor_map.h"
 
@@ -70,7 +71,7 @@ TEST_CASE("moe_pack_weights and fused_moe name what packed weights cannot be") {
   // Only wgmma tiles read packed weights.
   MoeArgs a(4);
   a.t.weight_layout = MoeWeightLayout::packed;
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   check_invalid_argument(fused_moe(engine, a.shape, a.t, options, nullptr),
                          "packed weights are read by wgmma tiles");
@@ -130,7 +131,7 @@ TEST_CASE(
   CHECK(resolve_moe_config(shape, 4, sm90a, &row_major_only, MoeWeightLayout::packed)
             ->config.gemm1.stages == 3);
   // The variants follow the layout's entry.
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.table = &both;
   for (auto [weights, stages] :
        {std::pair{MoeWeightLayout::row_major, 3}, std::pair{MoeWeightLayout::packed, 6}}) {
@@ -186,7 +187,7 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   entry.buckets.push_back({16, MoeTileConfig{8, swap_map, GemmTile::wgmma_tile(64, 4, true, 1)}});
   MoeConfigTable table;
   table.entries.push_back(entry);
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.table = &table;
   auto requests = fused_moe_variants(shape, options, sm90a, {4}, packed);
   REQUIRE(static_cast<bool>(requests));

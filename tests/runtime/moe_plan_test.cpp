@@ -43,13 +43,16 @@ std::set<std::string> identities(const std::vector<VariantRequest>& requests) {
   return out;
 }
 
-// What `specjit precompile` prepares for the model's `moe` manifest entry.
-std::set<std::string> precompiled(const Reference& ref, MoeDType dtype, MoeWeightLayout layout) {
+// What `specjit precompile` prepares for the model's `moe` manifest entry (on `device`, when it
+// names one).
+std::set<std::string> precompiled(const Reference& ref, MoeDType dtype, MoeWeightLayout layout,
+                                  const std::string& device) {
   const std::string manifest = fmt::format(
       R"({{"models": [{{"type": "moe", "experts": {}, "top_k": {}, "hidden": {},
-          "intermediate": {}, "tp": {}, "dtype": "{}", "weights": "{}"}}]}})",
+          "intermediate": {}, "tp": {}, "dtype": "{}", "weights": "{}"{}}}]}})",
       ref.shape.experts, ref.shape.top_k, ref.shape.hidden, ref.shape.intermediate * ref.tp, ref.tp,
-      moe_dtype_name(dtype).str(), moe_weight_layout_name(layout).str());
+      moe_dtype_name(dtype).str(), moe_weight_layout_name(layout).str(),
+      device.empty() ? "" : fmt::format(R"(, "device": "{}")", device));
   auto requests = runtime::parse_manifest(manifest, "m.json");
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
   return identities(*requests);
@@ -59,49 +62,53 @@ std::set<std::string> precompiled(const Reference& ref, MoeDType dtype, MoeWeigh
 
 TEST_CASE("every call's plan launches only variants that precompile prepares, and every bucket's "
           "plan together launch all of them but the packing kernel") {
-  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
-  for (const Reference& ref : k_references)
-    for (MoeDType dtype : {MoeDType::fp8, MoeDType::bf16})
-      for (MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
-        MoeShape shape = ref.shape;
-        shape.dtype = dtype;
-        INFO(ref.name << " " << moe_dtype_name(dtype).str() << " "
-                      << moe_weight_layout_name(layout).str());
-        const std::set<std::string> prepared = precompiled(ref, dtype, layout);
-        FusedMoeOptions options; // the built-in table
-        auto resolved = resolve_moe_config(shape, 1, sm90a, options.table, layout);
-        REQUIRE(static_cast<bool>(resolved));
-        std::set<std::string> launched;
-        int64_t previous = 0;
-        for (int64_t bound : resolved->bounds) {
-          // Both ends of the bucket and a count inside it.
-          for (int64_t tokens : {previous + 1, (previous + 1 + bound) / 2, bound}) {
-            auto plan = moe_detail::plan_fused_moe(shape, tokens, sm90a, options, layout);
-            REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
-            for (const std::string& variant : identities(plan->variants())) {
-              CHECK_MESSAGE(prepared.count(variant) == 1, "T = " << tokens << ": " << variant);
-              launched.insert(variant);
+  // The H200 (the built-in table's entries) and an sm_90a device of no name (the default rule).
+  for (const std::string device : {"NVIDIA H200", ""})
+    for (const Reference& ref : k_references)
+      for (MoeDType dtype : {MoeDType::fp8, MoeDType::bf16})
+        for (MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
+          const runtime::DeviceFacts sm90a =
+              runtime::DeviceFacts::for_target(Arch{9, 0, true}, device);
+          MoeShape shape = ref.shape;
+          shape.dtype = dtype;
+          INFO(ref.name << " " << moe_dtype_name(dtype).str() << " "
+                        << moe_weight_layout_name(layout).str() << " on '" << device << "'");
+          const std::set<std::string> prepared = precompiled(ref, dtype, layout, device);
+          TunedMoeOptions options; // the built-in table
+          auto resolved = resolve_moe_config(shape, 1, sm90a, options.table, layout);
+          REQUIRE(static_cast<bool>(resolved));
+          std::set<std::string> launched;
+          int64_t previous = 0;
+          for (int64_t bound : resolved->bounds) {
+            // Both ends of the bucket and a count inside it.
+            for (int64_t tokens : {previous + 1, (previous + 1 + bound) / 2, bound}) {
+              auto plan = moe_detail::plan_fused_moe(shape, tokens, sm90a, options, layout);
+              REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
+              for (const std::string& variant : identities(plan->variants())) {
+                CHECK_MESSAGE(prepared.count(variant) == 1, "T = " << tokens << ": " << variant);
+                launched.insert(variant);
+              }
             }
+            previous = bound;
           }
-          previous = bound;
+          // Past the last bucket: its configuration.
+          auto beyond = moe_detail::plan_fused_moe(shape, 2 * previous + 3, sm90a, options, layout);
+          REQUIRE(static_cast<bool>(beyond));
+          for (const std::string& variant : identities(beyond->variants()))
+            CHECK(prepared.count(variant) == 1);
+          std::set<std::string> unlaunched;
+          for (const std::string& variant : prepared)
+            if (launched.count(variant) == 0)
+              unlaunched.insert(variant);
+          CHECK(unlaunched == std::set<std::string>{"moe_pack_weights|0"});
         }
-        // Past the last bucket: its configuration.
-        auto beyond = moe_detail::plan_fused_moe(shape, 2 * previous + 3, sm90a, options, layout);
-        REQUIRE(static_cast<bool>(beyond));
-        for (const std::string& variant : identities(beyond->variants()))
-          CHECK(prepared.count(variant) == 1);
-        std::set<std::string> unlaunched;
-        for (const std::string& variant : prepared)
-          if (launched.count(variant) == 0)
-            unlaunched.insert(variant);
-        CHECK(unlaunched == std::set<std::string>{"moe_pack_weights|0"});
-      }
 }
 
 TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
-  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
+  const runtime::DeviceFacts sm90a =
+      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   auto all = moe_detail::plan_fused_moe(qwen, 1024, sm90a, options, MoeWeightLayout::row_major);
   REQUIRE(static_cast<bool>(all));
   std::vector<std::string> kernels;
@@ -128,7 +135,7 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
 TEST_CASE("planning refuses what the launch could not run, with no GPU") {
   const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = MoeTileConfig{16, {64, 1, 4, 4}, {64, 1, 4, 4}}; // mma.sync tiles
   auto packed = moe_detail::plan_fused_moe(qwen, 16, sm90a, options, MoeWeightLayout::packed);
   REQUIRE_FALSE(static_cast<bool>(packed));

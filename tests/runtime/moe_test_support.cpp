@@ -17,7 +17,7 @@ using namespace ops;
 
 int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const MoeTileConfig& config,
                                  MoeWeightLayout layout) {
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = config;
   auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1}, layout);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));

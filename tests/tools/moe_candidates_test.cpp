@@ -3,6 +3,8 @@
 // and a candidate set covers both orientations where the crossover is measured.
 #include "moe_candidates.h"
 
+#include "runtime/ops/moe_tuning.h"
+
 #include "engine_fixture.h"
 #include "support/error.h"
 
@@ -194,7 +196,7 @@ TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
   int form = 0;
   for (const MoeTileConfig& c : bench::moe_read_forms(wgmma_pair)) {
     ++form;
-    FusedMoeOptions options;
+    TunedMoeOptions options;
     options.config = c;
     auto requests =
         fused_moe_variants(qwen, options, Arch{9, 0, true}, {16}, MoeWeightLayout::packed);

@@ -12,6 +12,7 @@
 #include "moe_routing.h"
 
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
 
 #include "support/hash.h"
@@ -164,43 +165,43 @@ struct MoeLayer {
 struct MoeCase {
   const char* name;
   ops::MoeWeightLayout layout;
-  std::function<void(ops::FusedMoeOptions&, const ops::MoeShape&, int64_t)> set;
+  std::function<void(ops::TunedMoeOptions&, const ops::MoeShape&, int64_t)> set;
 };
 
 std::vector<MoeCase> moe_cases() {
   using L = ops::MoeWeightLayout;
-  auto none = [](ops::FusedMoeOptions&, const ops::MoeShape&, int64_t) {};
+  auto none = [](ops::TunedMoeOptions&, const ops::MoeShape&, int64_t) {};
   return {
       {"table", L::row_major, none},
       {"packed", L::packed, none},
       {"rule", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) { o.table = nullptr; }},
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) { o.table = nullptr; }},
       {"mma", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape& s, int64_t tokens) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape& s, int64_t tokens) {
          o.config = ops::default_moe_config(s, tokens, Arch{8, 0, false});
        }},
       {"handoff-always", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.handoff = ops::MoeHandoff::always;
        }},
       {"handoff-never", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.handoff = ops::MoeHandoff::never;
        }},
       {"block-major", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.launch_order = ops::MoeLaunchOrder::block_major;
        }},
       {"no-pdl", L::row_major,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.programmatic_launch = false;
        }},
       {"packed-bulk", L::packed,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.packed_reads = ops::MoePackedReads::bulk;
        }},
       {"packed-map", L::packed,
-       [](ops::FusedMoeOptions& o, const ops::MoeShape&, int64_t) {
+       [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
          o.packed_reads = ops::MoePackedReads::tensor_map;
        }},
   };
@@ -217,7 +218,7 @@ void prepare_moe(runtime::Engine& engine, const ops::MoeShape& s,
         std::find(case_names.begin(), case_names.end(), c.name) == case_names.end())
       continue;
     for (int64_t tokens : token_counts) {
-      ops::FusedMoeOptions options;
+      ops::TunedMoeOptions options;
       c.set(options, s, tokens);
       auto list = ops::fused_moe_variants(s, options, engine.arch(), {tokens}, c.layout);
       if (!list) { // the case's run reports it
@@ -279,7 +280,7 @@ void digest_moe(runtime::Engine& engine, const runtime::Driver& drv, const Model
           {"out", layer.out.ptr, static_cast<size_t>(tokens * s.hidden * 2)},
           {"topk_weights", layer.work.ptr + w.topk_weights, slots * 4},
           {"topk_ids", layer.work.ptr + w.topk_ids, slots * 4}};
-      ops::FusedMoeOptions options;
+      ops::TunedMoeOptions options;
       c.set(options, s, tokens);
       run_case(
           drv, fmt::format("{} {} T={}", shape_prefix, c.name, tokens), outputs,
