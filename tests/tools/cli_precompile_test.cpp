@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <set>
+
 using namespace specjit::test;
 
 TEST_CASE("a second precompile of the same manifest compiles nothing") {
@@ -24,12 +26,48 @@ TEST_CASE("a second precompile of the same manifest compiles nothing") {
   CHECK(text.out.find("0 compiled, 3 reused, 0 failed") != std::string::npos);
 }
 
-TEST_CASE("precompile without a manifest prepares the built-in default variants") {
+namespace {
+// The kernels of the entries in the CLI's cache root, each once.
+std::set<std::string> cached_kernels(Cli& cli) {
+  std::set<std::string> kernels;
+  llvm::json::Object listing = cli.json({"ls"});
+  for (const llvm::json::Value& entry : *listing.getArray("entries"))
+    kernels.insert(entry.getAsObject()->getString("kernel")->str());
+  return kernels;
+}
+} // namespace
+
+TEST_CASE("precompile without a manifest prepares every reference model's ops, no test kernel") {
   Cli cli;
   llvm::json::Object result = cli.json({"precompile"});
-  CHECK(field(result, "variants") >= 1);
+  CHECK(field(result, "variants") > 40);
   CHECK(field(result, "failed") == 0);
   CHECK(field(result, "compiled") == field(result, "variants"));
+  const std::set<std::string> kernels = cached_kernels(cli);
+  for (const char* kernel : {"inv_rope_fp8_quant", "moe_route", "moe_align", "moe_wgmma1_fp8",
+                             "moe_wgmma2_fp8", "moe_wgmma1_bf16", "moe_wgmma2_bf16", "moe_reduce"})
+    CHECK_MESSAGE(kernels.count(kernel) == 1, kernel);
+  CHECK(kernels.count("scale_tokens") == 0);
+  // The default manifest names the H200: its tuned entries apply, and nothing warns.
+  ProcessResult again = cli.run({"precompile"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.err.find("default rule decides") == std::string::npos);
+}
+
+TEST_CASE("precompile --model prepares one reference model; an unknown name lists them") {
+  Cli cli;
+  llvm::json::Object attention = cli.json({"precompile", "--model", "deepseek-v4-attention"});
+  CHECK(field(attention, "variants") == 2); // the two layouts; num_tokens is dynamic
+  CHECK(cached_kernels(cli) == std::set<std::string>{"inv_rope_fp8_quant"});
+  llvm::json::Object both =
+      cli.json({"precompile", "--model", "deepseek-v3-tp8", "--model", "deepseek-v4-attention"});
+  CHECK(field(both, "reused") == 2);
+  CHECK(field(both, "failed") == 0);
+  ProcessResult unknown = cli.run({"precompile", "--model", "llama-3-70b"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no reference model 'llama-3-70b'; the models are qwen3-30b-a3b, "
+                         "mixtral-8x7b, deepseek-v3-tp8, deepseek-v4-attention") !=
+        std::string::npos);
 }
 
 TEST_CASE("precompile with several --arch flags compiles each variant for each architecture") {
