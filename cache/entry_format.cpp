@@ -1,5 +1,7 @@
 #include "cache/entry_format.h"
 
+#include "support/error.h"
+
 // The state lives on the stack: no allocation per checksum.
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
@@ -96,7 +98,7 @@ void EntryCorruptError::log(llvm::raw_ostream& os) const {
 }
 
 std::error_code EntryCorruptError::convertToErrorCode() const {
-  return std::make_error_code(std::errc::illegal_byte_sequence);
+  return specjit::make_error_code(Errc::corrupt);
 }
 
 llvm::json::Object to_json(const EntryMetadata& metadata) {

@@ -10,6 +10,7 @@
 #include "runtime/driver.h"
 #include "runtime/ops/fused_moe.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
+#include "runtime/ops/moe_tuning.h"
 #include "support/error.h"
 
 using namespace specjit;
@@ -141,7 +142,7 @@ llvm::Error fused_moe(specjit_engine* engine, const specjit_moe_args* args, CUst
                          t.hidden.dtype == DType::e4m3);
   if (!shape)
     return shape.takeError();
-  ops::FusedMoeOptions options;
+  ops::TunedMoeOptions options;
   options.renormalize = args->renormalize != 0;
   runtime::Engine& e = *engine->engine;
   if (args->router_logits == nullptr) {

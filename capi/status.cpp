@@ -2,6 +2,7 @@
 
 #include "capi/capture_guard.h"
 
+#include "cache/entry_format.h"
 #include "jit/compiler.h"
 #include "runtime/driver.h"
 #include "support/error.h"
@@ -24,8 +25,14 @@ specjit_status status_of_errc(Errc code) {
   case Errc::strict_violation: return SPECJIT_ERROR_STRICT;
   case Errc::io:
   case Errc::corrupt:
-  case Errc::timeout: return SPECJIT_ERROR_CACHE;
-  case Errc::unsupported: return SPECJIT_ERROR_INTERNAL;
+  case Errc::timeout:
+    return SPECJIT_ERROR_CACHE;
+  case Errc::compile_failed:
+    return SPECJIT_ERROR_COMPILE;
+  case Errc::driver:
+    return SPECJIT_ERROR_DRIVER;
+  case Errc::unsupported:
+    return SPECJIT_ERROR_INTERNAL;
   }
   return SPECJIT_ERROR_INTERNAL;
 }
@@ -53,6 +60,8 @@ specjit_status status_of(const llvm::ErrorInfoBase& error) {
     return SPECJIT_ERROR_COMPILE;
   if (error.isA<runtime::CudaError>() || error.isA<runtime::DriverUnavailable>())
     return SPECJIT_ERROR_DRIVER;
+  if (error.isA<cache::EntryCorruptError>())
+    return SPECJIT_ERROR_CACHE;
   if (error.isA<SpecjitError>())
     return status_of_errc(static_cast<const SpecjitError&>(error).code());
   return SPECJIT_ERROR_INTERNAL;

@@ -25,6 +25,8 @@ CompileError::CompileError(std::string stage, int nvrtc_result, std::string log,
       m_options(std::move(options)), m_arch(arch), m_name_expression(std::move(name_expression)) {}
 
 void CompileError::log(llvm::raw_ostream& os) const {
+  if (!m_context.empty())
+    os << m_context << "\n";
   os << m_stage << " failed (" << nvrtcGetErrorString(static_cast<nvrtcResult>(m_result))
      << ") for " << m_name_expression << " on " << m_arch.name();
   std::string trimmed = trim_log(m_log);
@@ -34,8 +36,7 @@ void CompileError::log(llvm::raw_ostream& os) const {
 }
 
 std::error_code CompileError::convertToErrorCode() const {
-  // A source that does not compile is bad input, as for SpecjitError's plain cases.
-  return std::make_error_code(std::errc::invalid_argument);
+  return make_error_code(Errc::compile_failed);
 }
 
 std::string trim_log(llvm::StringRef log, size_t max_lines) {

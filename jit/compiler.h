@@ -103,7 +103,12 @@ public:
   const std::vector<std::string>& options() const { return m_options; }
   Arch arch() const { return m_arch; }
   const std::string& name_expression() const { return m_name_expression; }
-  // "<stage> failed (<NVRTC error name>) for <name expression> on <arch>: <trimmed log>"
+  // What the caller was compiling, in its terms (e.g. the kernel definition): the message's
+  // first line.
+  const std::string& context() const { return m_context; }
+  void set_context(std::string context) { m_context = std::move(context); }
+  // "[<context>\n]<stage> failed (<NVRTC error name>) for <name expression> on <arch>:
+  // <trimmed log>"
   void log(llvm::raw_ostream& os) const override;
   std::error_code convertToErrorCode() const override;
 
@@ -114,6 +119,7 @@ private:
   std::vector<std::string> m_options;
   Arch m_arch;
   std::string m_name_expression;
+  std::string m_context;
 };
 
 } // namespace specjit::jit

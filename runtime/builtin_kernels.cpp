@@ -1,9 +1,14 @@
 #include "runtime/builtin_kernels.h"
 
+#include "runtime/reference_models.h"
+
 #include "runtime/ops/fused_moe.h"
 #include "runtime/ops/inv_rope_fp8_quant.h"
 
 #include <llvm/ADT/STLExtras.h>
+
+#include <set>
+#include <string>
 
 namespace specjit::runtime {
 
@@ -36,14 +41,25 @@ const KernelDef* find_builtin_kernel(llvm::StringRef id) {
 }
 
 std::vector<VariantRequest> default_variants() {
+  // Every reference model's variants (runtime/reference_models.h), each variant once.
   std::vector<VariantRequest> requests;
-  // The test kernel at the width the engine's tests and benchmarks use; num_tokens is dynamic,
-  // so any value stands for every value.
-  requests.push_back({scale_tokens_kernel(), {128, 1}});
-  // inv_rope_fp8_quant for the DeepSeek-V4 attention-output layouts the tests and benchmarks
-  // use: 8 groups x 16 heads, and 1 x 1. num_tokens is dynamic: one variant per layout.
-  for (auto [groups, heads] : {std::pair<int64_t, int64_t>{8, 16}, {1, 1}})
-    requests.push_back({ops::inv_rope_fp8_quant_kernel(), {groups, heads, 1}});
+  std::set<std::string> seen;
+  for (const ReferenceModel& model : reference_models()) {
+    auto variants = reference_model_variants(model.name);
+    if (!variants) { // the catalog's own text, checked by its tests
+      llvm::consumeError(variants.takeError());
+      continue;
+    }
+    for (VariantRequest& request : *variants) {
+      std::string key = request.def.id;
+      for (size_t p = 0; p < request.values.size(); ++p)
+        key += "|" + std::to_string(request.def.params[p].policy.kind == PolicyKind::dynamic
+                                        ? 0
+                                        : request.values[p]);
+      if (seen.insert(key).second)
+        requests.push_back(std::move(request));
+    }
+  }
   return requests;
 }
 

@@ -1,5 +1,5 @@
-// The kernels specjit ships, and the variants a fresh deployment needs (the default manifest
-// that `specjit precompile` uses when given none).
+// The kernels specjit ships, and the variants a serving image needs (the default manifest that
+// `specjit precompile` uses when given none).
 #pragma once
 
 #include "runtime/kernel_def.h"
@@ -23,7 +23,8 @@ struct VariantRequest {
 llvm::ArrayRef<KernelDef> builtin_kernels();
 const KernelDef* find_builtin_kernel(llvm::StringRef id);
 
-// The built-in default manifest: every built-in kernel's default variants.
+// The built-in default manifest: every reference model's variants (runtime/reference_models.h),
+// what a serving image of the built-in ops needs; no test kernel.
 std::vector<VariantRequest> default_variants();
 
 // The test kernel (kernels_src/test/scale_tokens.cu): template <int COLS, long long NUM_TOKENS>.

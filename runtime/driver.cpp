@@ -18,9 +18,7 @@ void CudaError::log(llvm::raw_ostream& os) const {
   os << m_api << " failed: " << m_detail << " (CUresult " << static_cast<int>(m_result) << ")";
 }
 
-std::error_code CudaError::convertToErrorCode() const {
-  return std::make_error_code(std::errc::io_error);
-}
+std::error_code CudaError::convertToErrorCode() const { return make_error_code(Errc::driver); }
 
 llvm::Error Driver::failure(CUresult result, const char* api) const {
   const char* name = nullptr;

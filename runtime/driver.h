@@ -20,6 +20,8 @@ public:
   static char ID;
   CudaError(CUresult result, std::string api, std::string detail);
   CUresult result() const { return m_result; }
+  const std::string& api() const { return m_api; }
+  const std::string& detail() const { return m_detail; }
   void log(llvm::raw_ostream& os) const override;
   std::error_code convertToErrorCode() const override;
 

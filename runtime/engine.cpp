@@ -4,6 +4,7 @@
 #include "runtime/store_config.h"
 
 #include "support/error.h"
+#include "support/logging.h"
 
 #include <fmt/format.h>
 
@@ -65,6 +66,24 @@ namespace {
 // The context this thread made current last (initial-exec: see t_slot_cache).
 [[gnu::tls_model("initial-exec")]] thread_local CUcontext t_current_context = nullptr;
 } // namespace
+
+const DeviceFacts& Engine::Impl::device_facts() {
+  std::call_once(facts_once, [&] {
+    // The device's, unless an explicitly configured architecture describes another machine.
+    facts = DeviceFacts::for_target(arch());
+    if (!device_available())
+      return;
+    auto queried = query_device_facts(static_cast<int>(config.device.value));
+    if (!queried) {
+      log_warning(llvm::Twine("cannot read the device's facts, using ") + facts.arch.name() +
+                  "'s defaults: " + llvm::toString(queried.takeError()));
+      return;
+    }
+    if (queried->arch == facts.arch)
+      facts = std::move(*queried);
+  });
+  return facts;
+}
 
 llvm::Error Engine::Impl::ensure_context() {
   // The launch path: this thread already made the engine's context current. (Serving runtimes
@@ -160,8 +179,12 @@ llvm::Expected<KernelId> Engine::add_kernel(const KernelDef& def) {
     return prepared.takeError();
   auto state = std::make_unique<KernelState>();
   state->param_count = static_cast<uint32_t>(def.params.size()); // <= k_max_params: validated
-  for (size_t i = 0; i < def.params.size(); ++i)
+  for (size_t i = 0; i < def.params.size(); ++i) {
     state->kinds[i] = def.params[i].policy.kind;
+    state->enum_sizes[i] = def.params[i].is_enum()
+                               ? static_cast<uint32_t>(def.params[i].enum_names.size())
+                               : 0;
+  }
   state->def = def;
   state->source_digest = prepared->definition_digest;
   state->prepared = std::move(*prepared);
@@ -213,11 +236,21 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
       key.words[i] = 0;
       continue;
     }
-    if (value >= 0 && value < k_spec_base && state.kinds[i] == PolicyKind::exact) {
+    if (value >= 0 && value < k_spec_base && state.kinds[i] == PolicyKind::exact &&
+        (state.enum_sizes[i] == 0 || value < state.enum_sizes[i])) {
       key.words[i] = SpecValue{SpecKind::exact, value}.word();
       continue;
     }
     const KernelDef& def = state.def;
+    if (def.params[i].is_enum() &&
+        (value < 0 || value >= static_cast<int64_t>(def.params[i].enum_names.size()))) {
+      if (error)
+        *error = make_error(Errc::invalid_argument,
+                            "kernel {}, parameter {}: {} is no value of {} (0 to {})", def.id,
+                            def.params[i].name, value, def.params[i].enum_type,
+                            def.params[i].enum_names.size() - 1);
+      return false;
+    }
     const Policy& policy = def.params[i].policy;
     auto spec = specialize(policy, value);
     if (!spec) {
@@ -241,24 +274,10 @@ llvm::Expected<Slot*> wait_for(Slot& slot, Counters& counters) {
   slot.changed.wait(lock, [&] { return slot.state.load() != Slot::State::pending; });
   if (slot.state.load() == Slot::State::failed) {
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return make_error(slot.failure_code.value_or(Errc::unsupported), slot.failure);
+    return slot.failure.rebuild();
   }
   counters.memory_hits.fetch_add(1, std::memory_order_relaxed);
   return &slot;
-}
-
-// The failure's message for the callers that wait on the slot, and its kind when it has one;
-// the error itself, with its type intact, goes back to the caller that resolved.
-llvm::Error record_failure(llvm::Error error, Slot& slot) {
-  return llvm::handleErrors(std::move(error),
-                            [&](std::unique_ptr<llvm::ErrorInfoBase> info) -> llvm::Error {
-                              if (!slot.failure.empty())
-                                slot.failure += "\n";
-                              slot.failure += info->message();
-                              if (info->isA<SpecjitError>())
-                                slot.failure_code = static_cast<SpecjitError&>(*info).code();
-                              return llvm::Error(std::move(info));
-                            });
 }
 
 } // namespace
@@ -280,6 +299,13 @@ llvm::Expected<const Variant*> Engine::prepare_specialized(KernelId kernel,
                         "kernel {}, parameter {}: a raw template parameter needs a compiled-in "
                         "value, not {}",
                         def.id, def.params[i].name, specs[i].describe());
+    }
+    if (def.params[i].is_enum() &&
+        (specs[i].kind != SpecKind::exact || specs[i].argument < 0 ||
+         specs[i].argument >= static_cast<int64_t>(def.params[i].enum_names.size()))) {
+      m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
+      return make_error(Errc::invalid_argument, "kernel {}, parameter {}: {} is no value of {}",
+                        def.id, def.params[i].name, specs[i].describe(), def.params[i].enum_type);
     }
     if (def.params[i].encoding == ParamEncoding::none && !dynamic) {
       m_impl->counters.failures.fetch_add(1, std::memory_order_relaxed);
@@ -382,7 +408,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
                             llvm::ArrayRef<SpecValue>(specs.data(), key.count), slot->variant);
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (err) {
-    err = record_failure(std::move(err), *slot);
+    err = slot->failure.record(std::move(err));
     slot->state.store(Slot::State::failed, std::memory_order_release);
     {
       // Forget the failure, so that a later request tries again.
@@ -564,32 +590,47 @@ llvm::Expected<unsigned> Engine::resident_ctas(const Variant& variant, const Lau
   if (variant.function == nullptr)
     return make_error(Errc::invalid_argument, "kernel {} ({}) is not loaded", variant.kernel_name,
                       variant.name_expression);
+  const unsigned threads = config.block[0] * config.block[1] * config.block[2];
+  const Impl::OccupancyKey key{variant.key, threads, config.shared_bytes};
+  {
+    std::shared_lock<std::shared_mutex> lock(m_impl->occupancy_mutex);
+    auto it = m_impl->occupancy.find(key);
+    if (it != m_impl->occupancy.end())
+      return it->second;
+  }
   if (auto err = m_impl->ensure_context())
     return err;
   const Driver& drv = *driver();
   if (auto err = allow_shared_bytes(drv, variant, config.shared_bytes))
     return err;
-  const unsigned threads = config.block[0] * config.block[1] * config.block[2];
-  int per_sm = 0, sms = 0;
-  CUdevice device = 0;
+  int per_sm = 0;
   if (auto err =
           drv.check(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
                         &per_sm, variant.function, static_cast<int>(threads), config.shared_bytes),
                     "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
-    return err;
-  if (auto err = drv.check(drv.cuCtxGetDevice(&device), "cuCtxGetDevice"))
-    return err;
-  if (auto err = drv.check(
-          drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-          "cuDeviceGetAttribute"))
     return err;
   if (per_sm < 1)
     return make_error(
         Errc::invalid_argument,
         "kernel {} ({}): no CTA of {} threads and {} bytes of shared memory fits an SM",
         variant.kernel_name, variant.name_expression, threads, config.shared_bytes);
-  return static_cast<unsigned>(per_sm * sms);
+  // The device's own SM count, whatever architecture the engine compiles for: CTAs of a
+  // persistent grid past what the device holds could wait for each other forever.
+  int sms = 0;
+  CUdevice device = 0;
+  if (auto err = drv.check(drv.cuCtxGetDevice(&device), "cuCtxGetDevice"))
+    return err;
+  if (auto err = drv.check(
+          drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+          "cuDeviceGetAttribute"))
+    return err;
+  const unsigned ctas = static_cast<unsigned>(per_sm * sms);
+  std::unique_lock<std::shared_mutex> lock(m_impl->occupancy_mutex);
+  m_impl->occupancy.emplace(key, ctas);
+  return ctas;
 }
+
+const DeviceFacts& Engine::device_facts() const { return m_impl->device_facts(); }
 
 bool Engine::disk_writable() const { return m_impl->store.writable(); }
 std::string Engine::disk_unusable_reason() const { return m_impl->store.unusable_reason(); }

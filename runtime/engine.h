@@ -12,6 +12,7 @@
 // compiling or reading the disk. Every slow event is written to the recompilation log.
 #pragma once
 
+#include "runtime/device_facts.h"
 #include "runtime/driver.h"
 #include "runtime/kernel_def.h"
 
@@ -151,8 +152,15 @@ public:
 
   // CTAs of a loaded variant the device holds at once with config's block size and shared
   // memory (CTAs per SM by the driver's occupancy calculator x SMs): the grid of a persistent
-  // kernel, whose CTAs may wait for each other.
+  // kernel, whose CTAs may wait for each other. Asked once per (variant key, block size, shared
+  // memory) and engine.
   llvm::Expected<unsigned> resident_ctas(const Variant& variant, const LaunchConfig& config);
+
+  // The facts of the GPU this engine launches on (SMs, shared memory, registers), read once
+  // from the driver; with no device, or a device of another architecture than the configured
+  // target (precompiling for another machine), the target's documented defaults
+  // (runtime/device_facts.h). Never fails.
+  const DeviceFacts& device_facts() const;
 
   // From now on compiles are `serving` phase; with SPECJIT_STRICT=error they fail.
   void seal();

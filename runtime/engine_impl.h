@@ -4,9 +4,10 @@
 
 #include "runtime/engine.h"
 #include "runtime/event_log.h"
-#include "runtime/remote_tier.h"
 #include "runtime/header_deps.h"
 #include "runtime/kernel_source.h"
+#include "runtime/remote_tier.h"
+#include "runtime/stored_failure.h"
 #include "runtime/variant_key.h"
 
 #include "cache/disk_store.h"
@@ -23,6 +24,7 @@
 #include <optional>
 #include <set>
 #include <shared_mutex>
+#include <tuple>
 
 namespace specjit::runtime {
 
@@ -36,6 +38,7 @@ struct KernelState {
   // The launch path's view of the policies (make_key): one cache line, not the definition's.
   uint32_t param_count = 0;
   std::array<PolicyKind, k_max_params> kinds{};
+  std::array<uint32_t, k_max_params> enum_sizes{}; // an enum parameter's value count; 0: none
   KernelDef def;
   PreparedSource prepared;
   Digest128 source_digest;
@@ -63,8 +66,7 @@ struct alignas(64) Slot {
   Variant variant;
   std::mutex mutex;
   std::condition_variable changed;
-  std::string failure;
-  std::optional<Errc> failure_code; // the failure's kind, for the callers that waited for it
+  StoredFailure failure; // for the callers that waited for it
 };
 
 struct Counters {
@@ -111,6 +113,20 @@ struct alignas(64) Engine::Impl {
 
   std::once_flag arch_once;
   Arch target_arch;
+  std::once_flag facts_once;
+  DeviceFacts facts;
+
+  // Engine::resident_ctas, by (variant key, threads, shared bytes).
+  struct OccupancyKey {
+    Digest128 key;
+    unsigned threads = 0, shared_bytes = 0;
+    friend bool operator<(const OccupancyKey& a, const OccupancyKey& b) {
+      return std::tie(a.key.high, a.key.low, a.threads, a.shared_bytes) <
+             std::tie(b.key.high, b.key.low, b.threads, b.shared_bytes);
+    }
+  };
+  std::shared_mutex occupancy_mutex;
+  std::map<OccupancyKey, unsigned> occupancy;
 
   std::mutex context_mutex; // serializes retaining the primary context
 
@@ -125,6 +141,7 @@ struct alignas(64) Engine::Impl {
   Slot* find_ready(const VariantKey& key);
   llvm::Expected<Slot*> find_or_resolve(const VariantKey& key);
   Arch arch();
+  const DeviceFacts& device_facts();
   // The slow path (resolve.cpp): disk layers, then compile. Fills slot.variant.
   llvm::Error resolve(KernelState& kernel, llvm::ArrayRef<SpecValue> specs, Variant& out);
   llvm::Error load(Slot& slot);

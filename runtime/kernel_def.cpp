@@ -28,6 +28,13 @@ ParamDef ParamDef::user(std::string name, Policy policy) {
   return ParamDef{std::move(name), std::move(policy), encoding};
 }
 
+std::optional<int64_t> ParamDef::enum_value(llvm::StringRef name) const {
+  for (size_t i = 0; i < enum_names.size(); ++i)
+    if (enum_names[i] == name)
+      return static_cast<int64_t>(i);
+  return std::nullopt;
+}
+
 namespace {
 
 bool is_identifier(llvm::StringRef text) {
@@ -53,6 +60,29 @@ llvm::Error validate_param(const KernelDef& def, const ParamDef& param) {
                       "kernel {}: parameter '{}' is no template parameter, so its policy must "
                       "be dynamic, not {}",
                       def.id, param.name, param.policy.name());
+  if (param.enum_type.empty() != param.enum_names.empty())
+    return make_error(Errc::invalid_argument,
+                      "kernel {}: parameter '{}' needs both an enumeration type and its names",
+                      def.id, param.name);
+  if (!param.is_enum())
+    return llvm::Error::success();
+  if (param.encoding != ParamEncoding::raw || param.policy.kind != PolicyKind::exact)
+    return make_error(Errc::invalid_argument,
+                      "kernel {}: enumeration parameter '{}' must be raw and exact", def.id,
+                      param.name);
+  llvm::SmallVector<llvm::StringRef, 4> scopes;
+  llvm::StringRef(param.enum_type).split(scopes, "::");
+  if (!llvm::all_of(scopes, is_identifier))
+    return make_error(Errc::invalid_argument,
+                      "kernel {}: parameter '{}': '{}' is not a qualified type name", def.id,
+                      param.name, param.enum_type);
+  llvm::StringSet<> names;
+  for (const std::string& name : param.enum_names)
+    if (!is_identifier(name) || !names.insert(name).second)
+      return make_error(Errc::invalid_argument,
+                        "kernel {}: parameter '{}': enumerator '{}' is not a plain identifier "
+                        "or is named twice",
+                        def.id, param.name, name);
   return llvm::Error::success();
 }
 

@@ -9,6 +9,7 @@
 
 #include <llvm/Support/Error.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,18 @@ struct ParamDef {
   std::string name; // as shown in variants and logs, e.g. "num_tokens"
   Policy policy;
   ParamEncoding encoding = ParamEncoding::spec_word;
+  // An enumeration template parameter (raw encoding, exact policy): the C++ type the kernel
+  // declares it with, e.g. "specjit_kernels::MoeOrientation", and its enumerators' names for the
+  // values 0, 1, ... The name expression spells a value as type::name, variants and logs show the
+  // name, and a value past the last name is refused.
+  std::string enum_type;
+  std::vector<std::string> enum_names;
 
   friend bool operator==(const ParamDef&, const ParamDef&) = default;
+
+  bool is_enum() const { return !enum_names.empty(); }
+  // The value of `name` among enum_names; nullopt when it is none of them.
+  std::optional<int64_t> enum_value(llvm::StringRef name) const;
 
   // The rule for kernels brought by the caller (the C ABI's specjit_param): a dynamic value is
   // no template parameter at all, every other policy passes its value raw.

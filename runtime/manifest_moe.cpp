@@ -36,16 +36,20 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 
 // "models": [{"type": "moe", "experts": 128, "top_k": 8, "hidden": 2048, "intermediate": 768,
 //             "dtype": "fp8", "tp": 1, "renormalize": true, "num_tokens": [1, 64],
-//             "arch": "sm_90a", "config_table": "moe-configs-h200.json", "weights": "packed"}]
+//             "arch": "sm_90a", "device": "NVIDIA H200", "config_table": "moe-configs-h200.json",
+//             "weights": "packed"}]
 // intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
 // kernel of the layer x every token-count bucket's tile configuration (docs/moe.md), from the
 // tuned table when one is named (a path relative to the manifest's folder), else the built-in
 // one (runtime/ops/moe_builtin_table.h; the default rule for shapes it lacks): the variants the
-// runtime will dispatch to with the same table (and weights: the table's entry for that layout,
+// runtime will dispatch to with the same table on that device (the driver's name: it picks the
+// table's entries made for it; none named: the entries of any device of the arch, and the arch's
+// documented facts, runtime/device_facts.h) and weights (the table's entry for that layout,
 // "row_major" by default).
 llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantRequest>& out) {
-  if (auto err = model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
-                             "renormalize", "num_tokens", "arch", "config_table", "weights"}))
+  if (auto err =
+          model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
+                      "renormalize", "num_tokens", "arch", "device", "config_table", "weights"}))
     return err;
   ops::MoeShape shape;
   int64_t* targets[] = {&shape.experts, &shape.top_k, &shape.hidden, &shape.intermediate};
@@ -88,6 +92,12 @@ llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantReq
       return model.error("arch", llvm::toString(parsed.takeError()));
     arch = *parsed;
   }
+  auto device = model.optional_string("device");
+  if (!device)
+    return device.takeError();
+  if (*device && (*device)->empty())
+    return model.error("device", "expected a device's name, e.g. \"NVIDIA H200\"");
+  const DeviceFacts target = DeviceFacts::for_target(arch, device->value_or(""));
   ops::MoeConfigTable table;
   auto table_path = model.optional_string("config_table");
   if (!table_path)
@@ -112,7 +122,7 @@ llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantReq
   auto tokens = model.optional_integers("num_tokens", 1);
   if (!tokens)
     return tokens.takeError();
-  auto requests = ops::fused_moe_variants(shape, options, arch,
+  auto requests = ops::fused_moe_variants(shape, options, target,
                                           tokens->value_or(std::vector<int64_t>{}), weights);
   if (!requests)
     return model.error("type", llvm::toString(requests.takeError()));

@@ -27,7 +27,11 @@ std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> spec
     if (!first)
       text += ", ";
     first = false;
-    if (def.params[i].encoding == ParamEncoding::raw)
+    const ParamDef& param = def.params[i];
+    // make_key and prepare_specialized keep an enumeration's values among its names.
+    if (param.is_enum())
+      text += param.enum_type + "::" + param.enum_names[static_cast<size_t>(specs[i].raw())];
+    else if (param.encoding == ParamEncoding::raw)
       text += std::to_string(specs[i].raw());
     else
       text += std::to_string(specs[i].word()) + "LL";
@@ -38,6 +42,8 @@ std::string name_expression(const KernelDef& def, llvm::ArrayRef<SpecValue> spec
 llvm::json::Value describe(const ParamDef& param, const SpecValue& spec) {
   // A raw divisibility flag shows as its class ("%16", "any", "1"), as a spec word does.
   bool flag = param.policy.kind == PolicyKind::divisibility;
+  if (param.is_enum())
+    return param.enum_names[static_cast<size_t>(spec.raw())];
   if ((param.encoding == ParamEncoding::raw && !flag) || spec.kind == SpecKind::exact)
     return spec.argument;
   return spec.describe();
@@ -412,21 +418,28 @@ llvm::Error Engine::Impl::resolve(KernelState& kernel, llvm::ArrayRef<SpecValue>
     out.key = request.key;
   }
   if (!compiled) {
-    // The message goes to the log; the error keeps its type (a jit::CompileError stays one).
+    // The message goes to the log; the error keeps its type (a jit::CompileError stays one,
+    // a SpecjitError its code), the kernel and variant put in front of its message.
+    const std::string context =
+        fmt::format("kernel {} variant {} (declared parameters: {}):", def.id, out.name_expression,
+                    declared_params(def));
     std::string message;
     llvm::Error error = llvm::handleErrors(
-        compiled.takeError(), [&](std::unique_ptr<llvm::ErrorInfoBase> part) -> llvm::Error {
+        compiled.takeError(),
+        [&](std::unique_ptr<jit::CompileError> part) -> llvm::Error {
           message += (message.empty() ? "" : "\n") + part->message();
+          part->set_context(context);
           return llvm::Error(std::move(part));
+        },
+        [&](std::unique_ptr<SpecjitError> part) -> llvm::Error {
+          message += (message.empty() ? "" : "\n") + part->message();
+          return make_error(part->code(), context + "\n" + part->message());
         });
     llvm::json::Object event = event_base("compile_failed", request);
     event["log"] = message.size() > 4000 ? message.substr(0, 4000) + "..." : message;
     event["phase"] = phase;
     log.write(std::move(event));
-    return llvm::joinErrors(make_error(Errc::unsupported,
-                                       "kernel {} variant {} (declared parameters: {}):",
-                                       def.id, out.name_expression, declared_params(def)),
-                            std::move(error));
+    return error;
   }
   load_index(*this, kernel);
   Explanation explanation;

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <system_error>
 
 namespace specjit {
 
@@ -20,9 +21,16 @@ enum class Errc {
   unsupported,      // a valid request this build or machine cannot serve
   strict_violation, // a compile after Engine::seal() under SPECJIT_STRICT=error
   timeout,
+  compile_failed, // the compiler refused a source (jit::CompileError's code)
+  driver,         // a CUDA driver call failed (runtime::CudaError's code)
 };
 
 llvm::StringRef errc_name(Errc code);
+
+// The error codes of Errc, so that llvm::errorToErrorCode tells every kind apart: SpecjitError
+// converts to its own code, jit::CompileError to compile_failed, runtime::CudaError to driver.
+const std::error_category& specjit_category();
+std::error_code make_error_code(Errc code);
 
 class SpecjitError : public llvm::ErrorInfo<SpecjitError> {
 public:
@@ -56,3 +64,5 @@ struct ErrorSummary {
 ErrorSummary summarize(llvm::Error error);
 
 } // namespace specjit
+
+template <> struct std::is_error_code_enum<specjit::Errc> : std::true_type {};

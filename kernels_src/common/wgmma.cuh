@@ -7,14 +7,10 @@
 #pragma once
 
 #include "common/mma.cuh"
+#include "common/tma_desc.h"
 #include "common/wgmma_ops.cuh"
 
 namespace specjit_kernels {
-
-// A CUtensorMap, passed by value as a __grid_constant__ kernel parameter.
-struct alignas(64) TmaDesc {
-  unsigned long long words[16];
-};
 
 // wgmma descriptor of a K-major, 128-byte-swizzled tile at shared address `tile`: 8-row groups
 // 1024 bytes apart (stride byte offset), leading byte offset unused by this layout (1 by

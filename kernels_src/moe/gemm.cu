@@ -1,5 +1,5 @@
 // The two grouped GEMMs of the MoE layer, on tensor cores (mma.sync), for e4m3 (W8A8 per
-// tensor) and bf16 (runtime/ops/moe_gemm.h has the contract):
+// tensor) and bf16 (moe/gemm_args.h has the arguments):
 //   GEMM1  A = hidden [T, K] gathered by slot / top_k, B = w13[e] [2N, K]; epilogue
 //          silu(gate) * up, written in sorted order (moe_intermediate_row) to the intermediate
 //          [max padded, N] as e4m3 (divided by the static scale a2) or bf16.
@@ -20,6 +20,7 @@
 #include "common/fp8.cuh"
 #include "common/mma.cuh"
 #include "common/spec.cuh"
+#include "moe/gemm_args.h"
 #include "moe/moe_common.cuh"
 
 namespace specjit_kernels {
@@ -166,9 +167,9 @@ __device__ __forceinline__ bool moe_gemm_block(const int* sorted_ids, const int*
                                                int a_row_divisor, int* a_rows, int* slot_of_row,
                                                int& expert) {
   const int m_block = static_cast<int>(blockIdx.y);
-  if (m_block * BLOCK_M >= *num_tokens_post_padded)
+  if (m_block * BLOCK_M >= moe_ldg(num_tokens_post_padded))
     return false;
-  expert = expert_ids[m_block];
+  expert = moe_ldg(expert_ids + m_block);
   moe_block_rows<BLOCK_M>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
   __syncthreads();
   return true;
@@ -198,8 +199,8 @@ moe_gemm1_body(const unsigned char* __restrict__ hidden, const unsigned char* __
 
   float scale = 1.0f, inverse_out = 1.0f;
   if constexpr (FP8) {
-    scale = a1_scale[0] * w13_scale[expert];
-    inverse_out = div_rn(1.0f, a2_scale[0]);
+    scale = moe_ldg(a1_scale) * moe_ldg(w13_scale + expert);
+    inverse_out = div_rn(1.0f, moe_ldg(a2_scale));
   }
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
@@ -257,7 +258,7 @@ moe_gemm2_body(const unsigned char* __restrict__ intermediate, const unsigned ch
 
   float scale = 1.0f;
   if constexpr (FP8)
-    scale = a2_scale[0] * w2_scale[expert];
+    scale = moe_ldg(a2_scale) * moe_ldg(w2_scale + expert);
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
   const int warp_m = warp / WARPS_N;
@@ -269,7 +270,7 @@ moe_gemm2_body(const unsigned char* __restrict__ intermediate, const unsigned ch
       const int slot = slot_of_row[warp_m * Gemm::k_warp_m + mi * 16 + (lane >> 2) + half * 8];
       if (slot < 0)
         continue;
-      const float weight = topk_weights[slot];
+      const float weight = moe_ldg(topk_weights + slot);
 #pragma unroll
       for (int ni = 0; ni < Gemm::k_ni; ++ni) {
         const float y0 = mul_rn(acc[mi][ni][2 * half] * scale, weight);
@@ -281,56 +282,47 @@ moe_gemm2_body(const unsigned char* __restrict__ intermediate, const unsigned ch
     }
 }
 
-// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Dynamic shared memory:
-// STAGES * (BLOCK_M + BLOCK_N) * 128 bytes; block: WARPS_M * WARPS_N * 32 threads.
+// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}, each taking its GEMM's argument struct
+// (moe/gemm_args.h). Dynamic shared memory: STAGES * (BLOCK_M + BLOCK_N) * 128 bytes; block:
+// WARPS_M * WARPS_N * 32 threads.
 #define SPECJIT_MOE_GEMM_PARAMS                                                                    \
   int N, int K, int BLOCK_M, int BLOCK_N, int WARPS_M, int WARPS_N, int STAGES,                    \
       long long NUM_TOKENS_SPEC
-
-#define SPECJIT_MOE_GEMM1_ARGS                                                                     \
-  const unsigned char *__restrict__ hidden, const unsigned char *__restrict__ w13,                 \
-      const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
-      const int *__restrict__ num_tokens_post_padded, const float *__restrict__ a1_scale,          \
-      const float *__restrict__ w13_scale, const float *__restrict__ a2_scale,                     \
-      unsigned char *__restrict__ intermediate, int num_tokens, int top_k
-
-#define SPECJIT_MOE_GEMM2_ARGS                                                                     \
-  const unsigned char *__restrict__ intermediate, const unsigned char *__restrict__ w2,            \
-      const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
-      const int *__restrict__ num_tokens_post_padded, const float *__restrict__ a2_scale,          \
-      const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
-      unsigned short *__restrict__ slot_out, int num_tokens, int top_k
+#define SPECJIT_MOE_GEMM1_CALL                                                                     \
+  args.hidden, args.w13, args.sorted_ids, args.expert_ids, args.num_post_padded, args.a1_scale,    \
+      args.w13_scale, args.a2_scale, args.intermediate, args.num_tokens, args.top_k
+#define SPECJIT_MOE_GEMM2_CALL                                                                     \
+  args.intermediate, args.w2, args.sorted_ids, args.expert_ids, args.num_post_padded,              \
+      args.a2_scale, args.w2_scale, args.topk_weights, args.slot_out, args.num_tokens, args.top_k
 
 template <SPECJIT_MOE_GEMM_PARAMS>
-__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm1_fp8(SPECJIT_MOE_GEMM1_ARGS) {
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm1_fp8(const MoeMmaGemm1Args args) {
   moe_gemm1_body<true, N, K, BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES, NUM_TOKENS_SPEC>(
-      hidden, w13, sorted_ids, expert_ids, num_tokens_post_padded, a1_scale, w13_scale, a2_scale,
-      intermediate, num_tokens, top_k);
+      SPECJIT_MOE_GEMM1_CALL);
 }
 
 template <SPECJIT_MOE_GEMM_PARAMS>
-__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm1_bf16(SPECJIT_MOE_GEMM1_ARGS) {
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
+    moe_gemm1_bf16(const MoeMmaGemm1Args args) {
   moe_gemm1_body<false, N, K, BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES, NUM_TOKENS_SPEC>(
-      hidden, w13, sorted_ids, expert_ids, num_tokens_post_padded, a1_scale, w13_scale, a2_scale,
-      intermediate, num_tokens, top_k);
+      SPECJIT_MOE_GEMM1_CALL);
 }
 
 template <SPECJIT_MOE_GEMM_PARAMS>
-__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm2_fp8(SPECJIT_MOE_GEMM2_ARGS) {
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm2_fp8(const MoeMmaGemm2Args args) {
   moe_gemm2_body<true, N, K, BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES, NUM_TOKENS_SPEC>(
-      intermediate, w2, sorted_ids, expert_ids, num_tokens_post_padded, a2_scale, w2_scale,
-      topk_weights, slot_out, num_tokens, top_k);
+      SPECJIT_MOE_GEMM2_CALL);
 }
 
 template <SPECJIT_MOE_GEMM_PARAMS>
-__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32) moe_gemm2_bf16(SPECJIT_MOE_GEMM2_ARGS) {
+__global__ void __launch_bounds__(WARPS_M* WARPS_N * 32)
+    moe_gemm2_bf16(const MoeMmaGemm2Args args) {
   moe_gemm2_body<false, N, K, BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES, NUM_TOKENS_SPEC>(
-      intermediate, w2, sorted_ids, expert_ids, num_tokens_post_padded, a2_scale, w2_scale,
-      topk_weights, slot_out, num_tokens, top_k);
+      SPECJIT_MOE_GEMM2_CALL);
 }
 
 #undef SPECJIT_MOE_GEMM_PARAMS
-#undef SPECJIT_MOE_GEMM1_ARGS
-#undef SPECJIT_MOE_GEMM2_ARGS
+#undef SPECJIT_MOE_GEMM1_CALL
+#undef SPECJIT_MOE_GEMM2_CALL
 
 } // namespace specjit_kernels

@@ -8,10 +8,10 @@
 //   GEMM2  A = the block's TOK intermediate rows, one TMA box per stage (no gather), weights
 //          w2[e] [N, K]; epilogue times the router weight in fp32, per slot into slot_out
 //          [T*k, N] bf16.
-// Grid: 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS / TILES) * SPLITK CTAs, each one (block of TOK
-// sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part of K) in the
-// order of `group_blocks` (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK CTAs split K
-// (moe_wgmma_split_reduce); TILES > 1: the tiles go through one pipeline; launched for
+// Grid (fixed schedule): 1-D, ceil(blocks / 8) * 8 * (N / OUT_COLS / TILES) * SPLITK CTAs, each
+// one (block of TOK sorted slots, TILES consecutive weight tiles of OUT_COLS output columns, part
+// of K) in the order of `group_blocks` (moe_wgmma_setup); SPLITK > 1 (swap-AB): clusters of SPLITK
+// CTAs split K (moe_wgmma_split_reduce); TILES > 1: the tiles go through one pipeline; launched for
 // the worst-case block count, blocks at or past num_tokens_post_padded exit at once. GEMM2 is meant
 // to be launched programmatically after GEMM1 (see moe_wgmma_produce), and with the block
 // hand-off (GEMM1's `handoff` 1, GEMM2's `handoff_target` > 0; MoeDependence) it takes each
@@ -281,7 +281,7 @@ moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a
     if (!moe_producer_starts<G>())
       return;
     // One producer warp per CTA of a token block in use.
-    const int blocks = *num_post_padded / G::k_tok;
+    const int blocks = moe_ldg(num_post_padded) / G::k_tok;
     const MoeDependence dep = moe_producer_dependence<G>(
         d, num_post_padded, blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k);
     moe_wgmma_produce<G>(b, w_map, a, a_map, a_rows, w_row_half, dep);
@@ -315,11 +315,11 @@ moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
                               static_cast<int>(threadIdx.x), G::k_consumers);
   named_barrier(5, G::k_consumers);
   b.m_block = m_block;
-  b.expert = expert_ids[m_block];
+  b.expert = moe_ldg(expert_ids + m_block);
   b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
 }
 
-// Stream-K (TILES == 0): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
+// Stream-K (SCHEDULE stream_k): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
 // tile split between CTAs is completed and written by the CTA whose piece arrives last
 // (moe_stream_k_meet). The consumers recompute the block's slots when the token block changes.
 template <class G, class Epilogue>
@@ -367,7 +367,7 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
   }
 }
 
-// Dynamic (TILES == k_tiles_dynamic): a resident grid whose CTAs take whole tiles from a global
+// Dynamic (SCHEDULE dynamic): a resident grid whose CTAs take whole tiles from a global
 // counter (moe_dynamic_produce); the consumers learn each tile from the producers' ring once its
 // first stage has landed, and stop at index -1. The f16-token GEMM1 too (two warpgroups, four
 // producer warps): its one CTA an SM then streams weights across its tiles without a new CTA's
@@ -388,7 +388,7 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
   b.k_tile0 = 0;
   moe_pipeline_init<G>(smem, bars, b);
   __syncthreads();
-  const int items = *num_post_padded / G::k_tok * k_tiles;
+  const int items = moe_ldg(num_post_padded) / G::k_tok * k_tiles;
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
@@ -439,10 +439,13 @@ moe_wgmma_run(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \
-  int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES, int SPLITK, int TILES,             \
-      int WEIGHTS, long long NUM_TOKENS_SPEC
+  int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS, int STAGES, int SPLITK,      \
+      MoeSchedule SCHEDULE, int TILES, MoeWeightReads WEIGHTS, long long NUM_TOKENS_SPEC
+#define SPECJIT_MOE_WGMMA_VALUES                                                                   \
+  N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES, WEIGHTS, NUM_TOKENS_SPEC
 #define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED)                                                       \
-  MoeWgmmaTraits<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS>
+  MoeWgmmaTraits<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES,     \
+                 WEIGHTS>
 
 template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
@@ -459,8 +462,8 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
     const int tile = b.tile;
     float scale = 1.0f, inverse_out = 1.0f;
     if constexpr (FP8) {
-      scale = a1_scale[0] * w13_scale[b.expert];
-      inverse_out = div_rn(1.0f, a2_scale[0]);
+      scale = moe_ldg(a1_scale) * moe_ldg(w13_scale + b.expert);
+      inverse_out = div_rn(1.0f, moe_ldg(a2_scale));
     }
     if constexpr (G::k_t16) {
       moe_t16_outputs<G>(b, acc, scale, inverse_out, intermediate + tile * G::k_out_cols, N);
@@ -521,14 +524,14 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     const int tile = b.tile;
     float scale = 1.0f;
     if constexpr (FP8)
-      scale = a2_scale[0] * w2_scale[b.expert];
+      scale = moe_ldg(a2_scale) * moe_ldg(w2_scale + b.expert);
     if constexpr (!G::k_swap) {
       const int row = moe_normal_row();
       float weight[2]; // of this thread's rows row and row + 8
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int slot = b.slot_of_row[row + 8 * h];
-        weight[h] = slot >= 0 ? topk_weights[slot] : 0.0f;
+        weight[h] = slot >= 0 ? moe_ldg(topk_weights + slot) : 0.0f;
       }
       moe_normal_staged<G, G::k_out_cols * 2>(
           b,
@@ -546,7 +549,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
     } else {
       moe_wgmma_outputs<G>(b, acc, scale, [&](int token, int column, float v, float, bool) {
         const int slot = b.slot_of_row[token];
-        const unsigned packed = bf16x2(mul_rn(v, topk_weights[slot]), 0.0f);
+        const unsigned packed = bf16x2(mul_rn(v, moe_ldg(topk_weights + slot)), 0.0f);
         store_u16(slot_out + static_cast<long long>(slot) * N + tile * G::k_out_cols + column,
                   static_cast<unsigned short>(packed));
       });
@@ -563,75 +566,52 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                    epilogue);
 }
 
-// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}. Block: 128 * WGS threads and the producer
-// warps (normal and f16-token GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic
-// shared memory: STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 copy of its B
-// operand (normal: the weights, 2 * BW * 128; swap-AB: the tokens, 4 * WGS * TOK * 128), and
-// 1024 bytes of alignment slack. The
-// weight tensor map is rank 3 over bytes: {K bytes, rows of one expert, experts}, box {128, BW
-// (GEMM2) or BW / 2 (GEMM1: gate and up halves), 1}, 128-byte swizzle. GEMM2's intermediate map:
-// {K bytes, max padded rows, 1} in boxes of {128, TOK, 1}, 128-byte swizzle. GEMM1's tokens_map
-// (read by the sorted f16-token tiles only, SWAP 3; the others get any valid map): the f16 copy
-// of the tokens in sorted order, {2 K bytes, its rows, 1} in boxes of {128, TOK, 1}, 128-byte
-// swizzle. GEMM1's hidden: the tokens in e4m3, or their f16 copy in token order (SWAP 2).
-// w13_packed / w2_packed: the packed weights that WEIGHTS 1 reads by bulk copies (MoeWeights in
-// moe/wgmma_pipeline.cuh; WEIGHTS 2 takes the rank-4 map over the packed copy as the weights' map).
-#define SPECJIT_MOE_WGMMA1_ARGS                                                                    \
-  const __grid_constant__ TmaDesc w13_map, const __grid_constant__ TmaDesc tokens_map,             \
-      const unsigned char *__restrict__ hidden, const int *__restrict__ sorted_ids,                \
-      const int *__restrict__ expert_ids, const int *__restrict__ num_post_padded,                 \
-      const float *__restrict__ a1_scale, const float *__restrict__ w13_scale,                     \
-      const float *__restrict__ a2_scale, unsigned char *__restrict__ intermediate,                \
-      unsigned char *__restrict__ scratch, int handoff, int group_blocks, int num_tokens,          \
-      int top_k, const unsigned char *__restrict__ w13_packed
+// The four entry points: {GEMM1, GEMM2} x {e4m3, bf16}, each taking its GEMM's argument struct
+// (moe/gemm_args.h, which describes the tensor maps) as a __grid_constant__, so that its tensor
+// maps stay in parameter space. Block: 128 * WGS threads and the producer warps (normal and
+// f16-token GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic shared memory:
+// STAGES * (BW + TOK) * 128 bytes, FP8 GEMM1 more for the f16 copy of its B operand (normal: the
+// weights, 2 * BW * 128; swap-AB: the tokens, 4 * WGS * TOK * 128), and 1024 bytes of alignment
+// slack. The weight maps use the 128-byte swizzle, as do GEMM2's intermediate map and GEMM1's
+// tokens_map (read by the swap_ab_f16_sorted tiles only); the swap_ab_f16_tokens tiles read their
+// f16 copy in token order through `hidden`.
 #define SPECJIT_MOE_WGMMA1_CALL                                                                    \
-  w13_map, tokens_map, hidden, sorted_ids, expert_ids, num_post_padded, a1_scale, w13_scale,       \
-      a2_scale, intermediate, scratch, handoff, group_blocks, num_tokens, top_k, w13_packed
-#define SPECJIT_MOE_WGMMA2_ARGS                                                                    \
-  const __grid_constant__ TmaDesc w2_map, const __grid_constant__ TmaDesc intermediate_map,        \
-      const int *__restrict__ sorted_ids, const int *__restrict__ expert_ids,                      \
-      const int *__restrict__ num_post_padded, const float *__restrict__ a2_scale,                 \
-      const float *__restrict__ w2_scale, const float *__restrict__ topk_weights,                  \
-      unsigned short *__restrict__ slot_out, unsigned char *__restrict__ scratch,                  \
-      int handoff_target, int group_blocks, int num_tokens, int top_k,                             \
-      const unsigned char *__restrict__ w2_packed
+  args.w13_map, args.tokens_map, args.hidden, args.sorted_ids, args.expert_ids,                    \
+      args.num_post_padded, args.a1_scale, args.w13_scale, args.a2_scale, args.intermediate,       \
+      args.scratch, args.handoff, args.group_blocks, args.num_tokens, args.top_k, args.w13_packed
 #define SPECJIT_MOE_WGMMA2_CALL                                                                    \
-  w2_map, intermediate_map, sorted_ids, expert_ids, num_post_padded, a2_scale, w2_scale,           \
-      topk_weights, slot_out, scratch, handoff_target, group_blocks, num_tokens, top_k, w2_packed
+  args.w2_map, args.intermediate_map, args.sorted_ids, args.expert_ids, args.num_post_padded,      \
+      args.a2_scale, args.w2_scale, args.topk_weights, args.slot_out, args.scratch,                \
+      args.handoff_target, args.group_blocks, args.num_tokens, args.top_k, args.w2_packed
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true)::k_threads, 1)
-    moe_wgmma1_fp8(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
-      SPECJIT_MOE_WGMMA1_CALL);
+    moe_wgmma1_fp8(const __grid_constant__ MoeWgmmaGemm1Args args) {
+  moe_wgmma1_body<true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true)::k_threads, 1)
-    moe_wgmma1_bf16(SPECJIT_MOE_WGMMA1_ARGS) {
-  moe_wgmma1_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
-      SPECJIT_MOE_WGMMA1_CALL);
+    moe_wgmma1_bf16(const __grid_constant__ MoeWgmmaGemm1Args args) {
+  moe_wgmma1_body<false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false)::k_threads, 1)
-    moe_wgmma2_fp8(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<true, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
-      SPECJIT_MOE_WGMMA2_CALL);
+    moe_wgmma2_fp8(const __grid_constant__ MoeWgmmaGemm2Args args) {
+  moe_wgmma2_body<true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false)::k_threads, 1)
-    moe_wgmma2_bf16(SPECJIT_MOE_WGMMA2_ARGS) {
-  moe_wgmma2_body<false, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES, WEIGHTS, NUM_TOKENS_SPEC>(
-      SPECJIT_MOE_WGMMA2_CALL);
+    moe_wgmma2_bf16(const __grid_constant__ MoeWgmmaGemm2Args args) {
+  moe_wgmma2_body<false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }
 
 #undef SPECJIT_MOE_WGMMA_PARAMS
+#undef SPECJIT_MOE_WGMMA_VALUES
 #undef SPECJIT_MOE_WGMMA_TRAITS
-#undef SPECJIT_MOE_WGMMA1_ARGS
 #undef SPECJIT_MOE_WGMMA1_CALL
-#undef SPECJIT_MOE_WGMMA2_ARGS
 #undef SPECJIT_MOE_WGMMA2_CALL
 
 } // namespace specjit_kernels

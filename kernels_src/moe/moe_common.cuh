@@ -11,6 +11,23 @@ namespace specjit_kernels {
 inline constexpr int k_moe_piece_rows = 32;
 inline constexpr int k_moe_piece_bytes = k_moe_piece_rows * 128;
 
+// A read-only load through the read-only data path (ld.global.nc), for the routing arrays and
+// scales the GEMMs read: their pointers arrive in an argument struct (moe/gemm_args.h), whose
+// members carry no __restrict__, so the compiler cannot infer the path as it did for restrict
+// kernel parameters. Not volatile and without a memory clobber, so that the compiler may merge,
+// hoist and drop these loads as it does inferred ones; only for memory no kernel of the call
+// writes while the GEMM runs.
+__device__ __forceinline__ int moe_ldg(const int* p) {
+  int v;
+  asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ float moe_ldg(const float* p) {
+  float v;
+  asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+  return v;
+}
+
 __device__ __forceinline__ int shfl_xor_i32(int value, int lane_mask) {
   int result;
   asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
@@ -62,7 +79,7 @@ __device__ __forceinline__ void moe_block_rows_by(const int* sorted_ids, int m_b
                                                   int a_row_divisor, int* a_rows, int* slot_of_row,
                                                   int first, int step) {
   for (int r = first; r < BLOCK_M; r += step) {
-    const int slot = sorted_ids[m_block * BLOCK_M + r];
+    const int slot = moe_ldg(sorted_ids + m_block * BLOCK_M + r);
     const bool valid = slot >= 0 && slot < num_slots;
     if (slot_of_row != nullptr)
       slot_of_row[r] = valid ? slot : -1;

@@ -7,9 +7,9 @@
 // are contiguous (the intermediate is in sorted order), one more TMA box on the same barrier.
 // Consumers arrive on `empty` once nothing reads the stage any more.
 //
-// Two schedules. Fixed (TILES >= 1): each CTA of a grid launched for the worst case computes one
-// token block's TILES consecutive weight tiles (a K part of them with split-K), in grouped
-// order. Stream-K (TILES == 0, swap-AB): a grid of as many CTAs as fit on the GPU at once, each
+// Three schedules (MoeSchedule, moe/gemm_args.h). Fixed: each CTA of a grid launched for the worst
+// case computes one token block's TILES consecutive weight tiles (a K part of them with split-K),
+// in grouped order. Stream-K (swap-AB): a grid of as many CTAs as fit on the GPU at once, each
 // taking an equal, contiguous share of all (token block, tile, K stage) steps, so that no SM
 // idles while others finish a last wave, and no CTA pays a setup and pipeline fill per tile
 // (moe_stream_k_*; the partial sums of tiles split between CTAs meet in global memory).
@@ -18,6 +18,7 @@
 #include "common/fp8.cuh"
 #include "common/spec.cuh"
 #include "common/wgmma.cuh"
+#include "moe/gemm_args.h"
 #include "moe/moe_common.cuh"
 
 namespace specjit_kernels {
@@ -37,14 +38,13 @@ inline constexpr int k_handoff_done = k_scratch_counters;
 inline constexpr int k_handoff_counters = k_handoff_done + 1;
 inline constexpr int k_handoff_blocks = 4096;
 inline constexpr int k_scratch_ints = k_handoff_counters + k_handoff_blocks;
-// The template value TILES of the dynamic schedule (0 is stream-K, 1-16 tiles per CTA).
-inline constexpr int k_tiles_dynamic = 1024;
-
-// SWAP: 0 the normal orientation, 1 swap-AB, 2 and 3 swap-AB reading an f16 copy of the tokens
-// (FP8 GEMM1: k_t16 below), 2 in token order, 3 in sorted order.
-template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
-          int SPLITK, int TILES>
+// ORIENTATION: normal, swap-AB, or swap-AB reading an f16 copy of the tokens (FP8 GEMM1: k_t16
+// below) in token order or in sorted order. SCHEDULE: fixed (TILES tiles a CTA), stream-K or
+// dynamic (TILES 1).
+template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS,
+          int STAGES, int SPLITK, MoeSchedule SCHEDULE, int TILES>
 struct MoeWgmma {
+  static constexpr bool k_swap_ab = ORIENTATION != MoeOrientation::normal;
   static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
   // FP8 GEMM1, swap-AB, for many tokens an expert: the tokens come from a copy converted to f16
   // once per call (moe/tokens_f16.cu, in the k order of the register-A fragments), so no CTA
@@ -52,12 +52,13 @@ struct MoeWgmma {
   // two 128-byte halves of K). The warpgroups split the output columns, 64 each (their gate and
   // up rows), over the same tokens. The copy is in one of two orders (the host's rule,
   // f16_tokens_sorted in runtime/ops/moe_detail.h):
-  //   SWAP 2, token order [T, K]: the producers gather the block's rows (cp.async);
-  //   SWAP 3, sorted order (row p: the token of slot sorted_ids[p]): one producer loads the
-  //           block's rows as two TMA boxes a stage. No gather, but the copy holds top_k rows per
-  //           token.
-  static constexpr bool k_t16 = SWAP == 2 || SWAP == 3;
-  static constexpr bool k_t16_sorted = SWAP == 3;
+  //   swap_ab_f16_tokens, token order [T, K]: the producers gather the block's rows (cp.async);
+  //   swap_ab_f16_sorted, sorted order (row p: the token of slot sorted_ids[p]): one producer
+  //           loads the block's rows as two TMA boxes a stage. No gather, but the copy holds
+  //           top_k rows per token.
+  static constexpr bool k_t16 = ORIENTATION == MoeOrientation::swap_ab_f16_tokens ||
+                                ORIENTATION == MoeOrientation::swap_ab_f16_sorted;
+  static constexpr bool k_t16_sorted = ORIENTATION == MoeOrientation::swap_ab_f16_sorted;
   // Bytes of the gathered token rows per byte of the weights' K (f16 tokens: 2 per e4m3 value).
   static constexpr int k_t_bytes_per_k = k_t16 ? 2 : 1;
   static constexpr int k_a_row_bytes = k_k_bytes * k_t_bytes_per_k; // a gathered token row
@@ -74,7 +75,7 @@ struct MoeWgmma {
   // whose registers its consumers take (k_producer_regs; an SM quarter holds three of 9 warps at
   // 168 registers), and its other three warps exit. The host launches the same count
   // (runtime/ops/moe_config.cpp, GemmTile::threads); the launch bounds use k_threads.
-  static constexpr int k_producer_warps = GATED && (!SWAP || k_t16) ? 4 : 1;
+  static constexpr int k_producer_warps = GATED && (!k_swap_ab || k_t16) ? 4 : 1;
   static constexpr int k_producers = k_t16_sorted ? 32 : 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + 32 * k_producer_warps;
   static constexpr int k_w_tile_bytes = BW * 128;
@@ -87,8 +88,8 @@ struct MoeWgmma {
   // counter, the block's rows): 40 registers spilled 12 bytes there, 56 none. The consumers take
   // the rest of the launch's share (232 against 40, 224 against 56).
   static constexpr int k_producer_regs =
-      FP8 && GATED && WGS == 2 && ((!SWAP && BW == 256) || k_t16)
-          ? (TILES == k_tiles_dynamic && !k_t16_sorted ? 56 : 40)
+      FP8 && GATED && WGS == 2 && ((!k_swap_ab && BW == 256) || k_t16)
+          ? (SCHEDULE == MoeSchedule::dynamic && !k_t16_sorted ? 56 : 40)
           : 0;
   static constexpr int k_consumer_regs =
       k_producer_regs == 0
@@ -99,14 +100,14 @@ struct MoeWgmma {
   static constexpr int k_out_cols = GATED ? BW / 2 : BW;
   // Swap-AB: the warpgroups split K (each takes every WGS-th stage) over the same 64 output
   // columns; normal: they split the token rows; k_t16: the output columns.
-  static constexpr int k_split = SWAP && !k_t16 ? WGS : 1;
+  static constexpr int k_split = k_swap_ab && !k_t16 ? WGS : 1;
   static constexpr int k_empty_arrivals = 128 * WGS / k_split;
-  static constexpr int k_mma_n = SWAP ? TOK : BW;
+  static constexpr int k_mma_n = k_swap_ab ? TOK : BW;
   // Swap-AB GEMM1: BW = 128 runs the 64 gate rows and the 64 up rows as two MMAs into two
   // accumulators; BW = 64 packs 32 gate rows over 32 up rows into one MMA (twice the CTAs for
   // the same weights, gate and up meet through shared memory in the epilogue).
-  static constexpr bool k_packed = SWAP && GATED && BW == 64;
-  static constexpr int k_halves = SWAP && GATED && !k_packed ? 2 : 1;
+  static constexpr bool k_packed = k_swap_ab && GATED && BW == 64;
+  static constexpr int k_halves = k_swap_ab && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
   // GEMM2 and the sorted f16-token GEMM1 load their token rows with TMA (no gather): the stage's
   // only arrival is the producer's.
@@ -116,18 +117,17 @@ struct MoeWgmma {
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
   // CTAs for GEMMs whose K is a few stages only, and (normal orientation) one CTA setup and
   // pipeline fill for several tiles of the same token block.
-  static constexpr int k_tiles_per_cta = TILES == 0 || TILES == k_tiles_dynamic ? 1 : TILES;
+  static constexpr int k_tiles_per_cta = SCHEDULE == MoeSchedule::fixed ? TILES : 1;
   static constexpr int k_steps = k_k_tiles * k_tiles_per_cta; // stages a CTA streams (fixed)
-  // Stream-K (TILES == 0): one consumer warpgroup, blocks of up to 32 tokens, no split-K
-  // clusters, no packed GEMM1 (its epilogue borrows the stage memory, which the next tile's
-  // stages already fill).
-  static constexpr bool k_stream_k = TILES == 0;
-  // Dynamic (TILES == k_tiles_dynamic): the same resident grid, each CTA taking whole tiles from a
-  // global counter as it frees up; same restrictions but no limit on TOK (nothing is split).
-  static constexpr bool k_dynamic = TILES == k_tiles_dynamic;
+  // Stream-K: one consumer warpgroup, blocks of up to 32 tokens, no split-K clusters, no packed
+  // GEMM1 (its epilogue borrows the stage memory, which the next tile's stages already fill).
+  static constexpr bool k_stream_k = SCHEDULE == MoeSchedule::stream_k;
+  // Dynamic: the same resident grid, each CTA taking whole tiles from a global counter as it
+  // frees up; same restrictions but no limit on TOK (nothing is split).
+  static constexpr bool k_dynamic = SCHEDULE == MoeSchedule::dynamic;
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
-  static_assert(SPLITK == 1 || SWAP, "split-K: swap-AB only");
+  static_assert(SPLITK == 1 || k_swap_ab, "split-K: swap-AB only");
   static_assert(k_k_tiles >= WGS, "a stage for every warpgroup");
   // Swap-AB with K split across two warpgroups: warpgroup w takes the steps of parity w, so with
   // an even number of stages every stage belongs to one warpgroup, which waits for its uses in
@@ -135,29 +135,32 @@ struct MoeWgmma {
   // warpgroup's) has not landed yet, and its one-bit phase parity would match the use before.
   static_assert(k_split == 1 || STAGES % 2 == 0,
                 "swap-AB with two warpgroups: an even number of stages");
-  static_assert(TILES == 1 || !SWAP || k_t16 || (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
+  static_assert(SCHEDULE == MoeSchedule::fixed ? TILES >= 1 && TILES <= 64 : TILES == 1,
+                "fixed: 1 to 64 tiles a CTA; the persistent schedules take tiles one at a time");
+  static_assert(k_tiles_per_cta == 1 || !k_swap_ab || k_t16 ||
+                    (WGS == 1 && SPLITK == 1 && !(GATED && BW == 64)),
                 "several tiles per CTA, swap-AB: one warpgroup, no split-K, not packed");
   static_assert(!k_stream_k ||
-                    (SWAP && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
+                    (k_swap_ab && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
-  static_assert(!k_dynamic || (SWAP && (WGS == 1 || k_t16) && SPLITK == 1 && !(GATED && BW == 64)),
+  static_assert(!k_dynamic ||
+                    (k_swap_ab && (WGS == 1 || k_t16) && SPLITK == 1 && !(GATED && BW == 64)),
                 "dynamic: swap-AB, one warpgroup (f16 tokens: one or two), no split-K, not packed");
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");
-  static_assert(!SWAP || k_out_cols == 64 * (k_t16 ? WGS : 1) || k_packed,
+  static_assert(!k_swap_ab || k_out_cols == 64 * (k_t16 ? WGS : 1) || k_packed,
                 "swap-AB: 64 output columns per CTA (k_t16: per warpgroup)");
-  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 &&
-                           ((TILES >= 1 && TILES <= 64) || k_dynamic) && TOK <= 128),
+  static_assert(!k_t16 || (FP8 && GATED && SPLITK == 1 && !k_stream_k && TOK <= 128),
                 "f16 tokens: FP8 GEMM1, no split-K, fixed or dynamic schedule, TOK <= 128");
   static_assert(WGS == 1 || WGS == 2, "one or two consumer warpgroups");
-  static_assert(SWAP || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
+  static_assert(k_swap_ab || TOK == 64 * WGS, "normal: 64 token rows per warpgroup");
   static_assert(k_mma_n == 8 || k_mma_n == 16 || k_mma_n == 32 || k_mma_n == 64 || k_mma_n == 128 ||
                     k_mma_n == 256,
                 "a tile's wgmma N must be one of 8, 16, 32, 64, 128, 256");
   // Swap-AB: a block that holds fewer tokens than TOK runs its MMAs at the narrowest multiple of
   // k_width_step that covers them (moe_with_width), at most 4 widths per tile.
-  static constexpr int k_width_step = SWAP ? (TOK / 4 < 8 ? 8 : TOK / 4) : k_mma_n;
+  static constexpr int k_width_step = k_swap_ab ? (TOK / 4 < 8 ? 8 : TOK / 4) : k_mma_n;
   static_assert(TOK % 8 == 0 && BW % 16 == 0, "tiles are whole 8-row swizzle atoms");
   static_assert(k_producer_regs == 0 ||
                     (k_producer_warps == 4 &&
@@ -182,13 +185,14 @@ struct MoeWgmmaBlock {
 
 // WEIGHTS: how the producer reads the weights (MoeWeights below), a template value so that each
 // variant holds only its own loads.
-template <bool FP8, bool GATED, int N, int K, int SWAP, int TOK, int BW, int WGS, int STAGES,
-          int SPLITK, int TILES, int WEIGHTS = 0>
-struct MoeWgmmaTraits : MoeWgmma<FP8, GATED, N, K, SWAP, TOK, BW, WGS, STAGES, SPLITK, TILES> {
-  static_assert(WEIGHTS >= 0 && WEIGHTS <= 2, "weights: 0 row-major, 1 packed bulk, 2 packed map");
-  static constexpr int k_weights = WEIGHTS;
+template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS,
+          int STAGES, int SPLITK, MoeSchedule SCHEDULE, int TILES,
+          MoeWeightReads WEIGHTS = MoeWeightReads::row_major_map>
+struct MoeWgmmaTraits
+    : MoeWgmma<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES> {
+  static constexpr MoeWeightReads k_weights = WEIGHTS;
   static constexpr bool k_gated = GATED;
-  static constexpr bool k_swap = SWAP != 0;
+  static constexpr bool k_swap = ORIENTATION != MoeOrientation::normal;
   static constexpr int k_tok = TOK;
   static constexpr int k_bw = BW;
   static constexpr int k_stages_value = STAGES;
@@ -233,10 +237,10 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
   const int in_group = id % (group_blocks * k_tiles);
   const int m_block = id / (group_blocks * k_tiles) * group_blocks + in_group % group_blocks;
   b.tile = in_group / group_blocks * G::k_tiles_per_cta; // the first of the CTA's tiles
-  if (m_block * G::k_tok >= *num_post_padded)
+  if (m_block * G::k_tok >= moe_ldg(num_post_padded))
     return false;
   b.m_block = m_block;
-  b.expert = expert_ids[m_block];
+  b.expert = moe_ldg(expert_ids + m_block);
   moe_pipeline_init<G>(smem, bars, b);
   moe_block_rows<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, slot_of_row);
   __syncthreads();
@@ -249,17 +253,18 @@ moe_wgmma_setup(const int* sorted_ids, const int* expert_ids, const int* num_pos
 
 // Where a GEMM's weights [E][rows][K bytes] come from and how they are read (the variant's
 // template value WEIGHTS, G::k_weights):
-//   0  the row-major tensor through `map` (rank 3: K bytes, rows of an expert, experts; boxes of
-//      128 bytes of K x the stage's rows, 128-byte swizzle);
-//   1  their packed copy (moe/pack_weights.cu) at `packed`, by bulk copies: pieces of 32 rows x
-//      128 bytes of K, each already in the 128-byte swizzle's order, piece (row / 32 of all
-//      experts' rows, k / 128) at 4096 * (row / 32 * K / 128 + k / 128), so a stage's rows are
-//      rows / 32 contiguous pieces, one bulk copy each. Measured, bulk copies stream at the read
-//      rate where tensor-map boxes reach 0.93-0.97 of it (tools/probes/decode_stream.cu);
-//   2  the packed copy through `map` (rank 4: 128 bytes, 32 rows, K / 128 pieces, row groups;
-//      boxes of the stage's rows / 32 pieces, no swizzle: the pieces are in its order already):
-//      tensor-map reads, for the tiles where bulk copies measured slower (the host's choice,
-//      moe_detail::weight_reads: a table tile's "reads", else the rule packed_bulk_reads).
+//   row_major_map  the row-major tensor through `map` (rank 3: K bytes, rows of an expert,
+//                  experts; boxes of 128 bytes of K x the stage's rows, 128-byte swizzle);
+//   packed_bulk    their packed copy (moe/pack_weights.cu) at `packed`, by bulk copies: pieces
+//                  of 32 rows x 128 bytes of K, each already in the 128-byte swizzle's order,
+//                  piece (row / 32 of all experts' rows, k / 128) at
+//                  4096 * (row / 32 * K / 128 + k / 128), so a stage's rows are rows / 32
+//                  contiguous pieces, one bulk copy each. Bulk copies stream at the read rate
+//                  where tensor-map boxes reach 0.93-0.97 of it (tools/probes/decode_stream.cu);
+//   packed_map     the packed copy through `map` (rank 4: 128 bytes, 32 rows, K / 128 pieces,
+//                  row groups; boxes of the stage's rows / 32 pieces, no swizzle: the pieces are
+//                  in its order already): tensor-map reads, for the tiles where bulk copies are
+//                  slower (the host's choice: a table tile's "reads", else its rule).
 // A run-time layout argument instead cost the row-major variants up to 1.3 % on the H200.
 struct MoeWeights {
   const TmaDesc* map;
@@ -272,12 +277,12 @@ template <class G>
 __device__ __forceinline__ void moe_load_weight_rows(const MoeWeights& w, unsigned dst,
                                                      unsigned bar, int k_byte, int row0, int expert,
                                                      int rows) {
-  if constexpr (G::k_weights == 0) {
+  if constexpr (G::k_weights == MoeWeightReads::row_major_map) {
     tma_load_3d(dst, w.map, bar, k_byte, row0, expert);
   } else {
     constexpr int k_rows = G::k_gated ? 2 * G::k_n : G::k_n; // of an expert: GEMM1 gate and up
     const int group = (expert * k_rows + row0) / k_moe_piece_rows;
-    if constexpr (G::k_weights == 2) {
+    if constexpr (G::k_weights == MoeWeightReads::packed_map) {
       tma_load_4d(dst, w.map, bar, 0, 0, k_byte / 128, group);
     } else {
       constexpr long long k_pieces = G::k_k_bytes / 128; // of a row group
@@ -309,7 +314,7 @@ __device__ __forceinline__ void moe_load_weights(const MoeWgmmaBlock& b, const M
     else
       mbarrier_arrive_expect_tx(full, G::k_w_tile_bytes);
     constexpr int k_box_rows = G::k_gated ? G::k_bw / 2 : G::k_bw;
-    static_assert(G::k_weights == 0 ||
+    static_assert(G::k_weights == MoeWeightReads::row_major_map ||
                       (k_box_rows % k_moe_piece_rows == 0 && G::k_n % k_moe_piece_rows == 0),
                   "whole pieces of packed weights");
     moe_load_weight_rows<G>(w, w_tile, full, k_byte, w_row0, expert, k_box_rows);
@@ -389,7 +394,7 @@ __device__ __forceinline__ MoeDependence moe_producer_dependence(const MoeDepend
                                                                  const int* num_post_padded,
                                                                  int producers) {
   MoeDependence dep = d;
-  dep.blocks = *num_post_padded / G::k_tok;
+  dep.blocks = moe_ldg(num_post_padded) / G::k_tok;
   dep.producers = producers;
   return dep;
 }
@@ -517,8 +522,8 @@ template <class G>
 __device__ __forceinline__ bool
 moe_stream_k_setup(const int* num_post_padded, unsigned char* smem, unsigned long long* bars,
                    MoeWgmmaBlock& b, MoeStreamK& sk, long long& begin, long long& end) {
-  sk.total =
-      static_cast<long long>(*num_post_padded / G::k_tok) * (G::k_n / G::k_out_cols) * G::k_k_tiles;
+  sk.total = static_cast<long long>(moe_ldg(num_post_padded) / G::k_tok) *
+             (G::k_n / G::k_out_cols) * G::k_k_tiles;
   sk.ctas = static_cast<int>(gridDim.x);
   begin = sk.begin(static_cast<int>(blockIdx.x));
   end = sk.begin(static_cast<int>(blockIdx.x) + 1);
@@ -568,7 +573,7 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
   auto load_weights = [&](long long u) {
     const MoeStreamStep<G> st(u);
     moe_load_weights<G>(b, w_map, static_cast<int>(u - begin), st.k * 128, st.tile * G::k_out_cols,
-                        expert_ids[st.m_block], w_row_half);
+                        moe_ldg(expert_ids + st.m_block), w_row_half);
   };
   const long long prefetched =
       d.depends ? (end - begin < G::k_stages_value ? end - begin : G::k_stages_value) : 0;
@@ -630,7 +635,8 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
       }
       break;
     }
-    const int m_block = item / k_tiles, tile = item % k_tiles, expert = expert_ids[m_block];
+    const int m_block = item / k_tiles, tile = item % k_tiles,
+              expert = moe_ldg(expert_ids + m_block);
     moe_producer_take_block<G>(m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
 #pragma unroll 1
     for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {

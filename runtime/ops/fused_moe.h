@@ -31,10 +31,10 @@ namespace specjit::ops {
 //   moe_route<experts, top_k, renormalize, num_tokens>
 //   moe_align<experts, block_m, stable, num_tokens>
 //   moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n, stages, num_tokens>
-//   moe_wgmma{1,2}_{fp8,bf16}<n, k, swap_ab, block_m, block_n, warpgroups, stages, split_k,
-//                             tiles, num_tokens>
-//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; swap_ab 2 and 3: f16 tokens
-//     in token or sorted order)
+//   moe_wgmma{1,2}_{fp8,bf16}<n, k, orientation, block_m, block_n, warpgroups, stages, split_k,
+//                             schedule, tiles, weights, num_tokens>
+//     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; orientation, schedule and weights are the
+//     enumerations of kernels_src/moe/gemm_args.h)
 //   moe_reduce<top_k, num_tokens>
 //   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
 //   moe_pack_weights<rows> (rows a dynamic spec word: one variant)
@@ -70,53 +70,14 @@ struct MoeWorkspaceLayout {
 };
 MoeWorkspaceLayout moe_workspace_layout(const MoeShape& shape, int64_t num_tokens);
 
-// Which stages fused_moe runs (benchmarks time the GEMMs alone with routing left in place). The
-// GEMM stages count on the workspace's counters (MoeWorkspaceLayout::counter_ints at stream_k)
-// being zero, as the align stage leaves them and the GEMMs leave them again; after a call that
-// failed between its GEMMs, run one with the align stage before GEMMs alone.
-enum MoeStage : unsigned {
-  moe_stage_route = 1,
-  moe_stage_align = 2,
-  moe_stage_gemm1 = 4,
-  moe_stage_gemm2 = 8,
-  moe_stage_reduce = 16,
-  moe_stage_all = 31,
-};
-
-enum class MoeHandoff { automatic, always, never };
-enum class MoeLaunchOrder { automatic, grouped, block_major };
-
+// What a caller sets. The tuning and test knobs (stages, a forced configuration, the schedule
+// choices) are in runtime/ops/moe_tuning.h.
 struct FusedMoeOptions {
   bool renormalize = true;
-  // The tuned table: by default the built-in one (H200-tuned entries for the reference shapes on
-  // sm_90a, runtime/ops/moe_builtin_table.h); nullptr: the default rule for every shape.
+  // The tuned table: by default the built-in one (runtime/ops/moe_builtin_table.h); nullptr: the
+  // default rule for every shape. A table's entry serves only its arch (and device, where it
+  // names one); shapes and devices without an entry get the default rule.
   const MoeConfigTable* table = &builtin_moe_config_table();
-  std::optional<MoeTileConfig> config;    // forces one configuration (tuning)
-  unsigned stages = moe_stage_all;
-  // wgmma GEMM2 launched as a programmatic dependent of GEMM1 (PDL; when this call runs
-  // GEMM1): it streams its weights while GEMM1 finishes. Off: plain stream order (benchmarks
-  // compare the two).
-  bool programmatic_launch = true;
-  // The block hand-off: GEMM2 takes each token block as soon as GEMM1 has written it, rather than
-  // after the whole of GEMM1 (wgmma GEMMs, when this call runs both). automatic: FP8 from 32
-  // tokens an expert on, where it measured 2-3 % faster on the H200 at T >= 1024; below, and for
-  // bf16 prefill, it measured slower (up to 12 % at T = 1, 6 % for bf16 DeepSeek T = 1024).
-  // always / never: tests and benchmarks.
-  MoeHandoff handoff = MoeHandoff::automatic;
-  // The order in which the wgmma GEMMs' CTAs (fixed schedule) take token blocks and weight
-  // tiles: grouped (8 consecutive blocks per weight tile, so blocks of one expert share its
-  // tiles in L2) or block-major (each block's tiles in turn, so blocks complete one after
-  // another and GEMM2 can take them early). automatic: block-major for FP8 with the block
-  // hand-off and at most 8 experts of at most one block each, where it measured 5 % faster on
-  // the H200 (Mixtral T = 256); grouped elsewhere (without the hand-off, at Mixtral T <= 64, no
-  // faster on average and slower for routings that put two blocks on one expert; block-major
-  // measured up to 1.7 % slower for DeepSeek prefill
-  // and 16-22 % for bf16 Mixtral at T = 64-256, whose default tiles hold 16 and 64 tokens an
-  // expert on average: the experts routed more than that take a second block, which
-  // block-major runs long after the first instead of beside it, so their weights are read
-  // from HBM twice). grouped / block_major: tests and benchmarks.
-  MoeLaunchOrder launch_order = MoeLaunchOrder::automatic;
-  MoePackedReads packed_reads = MoePackedReads::automatic; // tests and benchmarks
 };
 
 // FusedMoeTensors::weight_layout: how w13 and w2 lie in memory. row_major: as their shapes say.
@@ -178,9 +139,14 @@ llvm::Error moe_align(runtime::Engine& engine, const runtime::TensorRef& topk_id
 // Worst-case padded slot count for `slots` token x k slots over `experts` experts.
 int64_t moe_max_padded(int64_t slots, int64_t experts, int block_m);
 
-// Every variant a layer of this shape can need: every kernel x every bucket's configuration
-// (arch and the weights' layout pick the table entry). token_counts restricts the buckets to those
-// counts' buckets.
+// Every variant a layer of this shape can need on `target`: every kernel x every bucket's
+// configuration (the target and the weights' layout pick the table entry, and the target's SM
+// count the default rule's tiles). token_counts restricts the buckets to those counts' buckets.
+llvm::Expected<std::vector<runtime::VariantRequest>>
+fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options,
+                   const runtime::DeviceFacts& target, llvm::ArrayRef<int64_t> token_counts = {},
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
+// The same on `arch`'s documented device (runtime/device_facts.h).
 llvm::Expected<std::vector<runtime::VariantRequest>>
 fused_moe_variants(const MoeShape& shape, const FusedMoeOptions& options, const Arch& arch,
                    llvm::ArrayRef<int64_t> token_counts = {},

@@ -29,40 +29,14 @@ constexpr int64_t k_blocks_per_head = 4;
 constexpr unsigned k_warps_per_cta = 8;
 constexpr int k_max_task_shift = 3;
 constexpr int k_threads_per_cta = static_cast<int>(k_warps_per_cta) * 32;
-// Hopper (and every GPU since Volta): 64 Ki registers and at most 2048 threads per SM.
-constexpr int k_registers_per_sm = 65536;
-constexpr int k_max_threads_per_sm = 2048;
-
-// The device's SM count, read once per device ordinal (0 when it cannot be read).
-int multiprocessor_count(int64_t ordinal) {
-  static std::array<std::atomic<int>, 64> counts{};
-  if (ordinal < 0 || ordinal >= static_cast<int64_t>(counts.size()))
-    return 0;
-  int count = counts[static_cast<size_t>(ordinal)].load(std::memory_order_relaxed);
-  if (count > 0)
-    return count;
-  auto drv = runtime::driver();
-  if (!drv) {
-    llvm::consumeError(drv.takeError());
-    return 0;
-  }
-  CUdevice device = 0;
-  if (drv->cuDeviceGet(&device, static_cast<int>(ordinal)) != CUDA_SUCCESS ||
-      drv->cuDeviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) !=
-          CUDA_SUCCESS ||
-      count <= 0)
-    return 0;
-  counts[static_cast<size_t>(ordinal)].store(count, std::memory_order_relaxed);
-  return count;
-}
-
 // CTAs the GPU holds at once. Occupancy is limited by registers (per-thread count rounded up
 // to 8) or threads.
-int64_t resident_ctas(int registers, int sms) {
+int64_t resident_ctas(int registers, const runtime::DeviceFacts& device) {
   const int per_thread = std::max(8, (registers + 7) / 8 * 8);
-  const int per_sm = std::max(1, std::min(k_registers_per_sm / (per_thread * k_threads_per_cta),
-                                          k_max_threads_per_sm / k_threads_per_cta));
-  return static_cast<int64_t>(sms > 0 ? sms : 132) * per_sm;
+  const int per_sm =
+      std::max(1, std::min(device.registers_per_multiprocessor / (per_thread * k_threads_per_cta),
+                           device.threads_per_multiprocessor / k_threads_per_cta));
+  return static_cast<int64_t>(device.multiprocessors) * per_sm;
 }
 
 // Tokens per warp task, as a shift: 8 (scale stores fill whole 32-byte sectors) while that gives
@@ -222,8 +196,7 @@ llvm::Error inv_rope_fp8_quant(runtime::Engine& engine, const TensorRef& o,
     return variant.takeError();
 
   const int64_t heads = options.num_groups * options.heads_per_group;
-  const int64_t resident =
-      resident_ctas((*variant)->registers, multiprocessor_count(engine.config().device.value));
+  const int64_t resident = resident_ctas((*variant)->registers, engine.device_facts());
   const int shift = task_shift(tokens, heads, resident);
   const int64_t tasks = ((tokens + (int64_t{1} << shift) - 1) >> shift) * heads;
   runtime::LaunchConfig config;

@@ -4,7 +4,7 @@
 
 namespace specjit::ops {
 
-// Generated from docs/moe-configs-h200.json (runtime/CMakeLists.txt).
+// Generated from runtime/ops/tables/moe-configs-h200.json (runtime/CMakeLists.txt).
 llvm::ArrayRef<jit::EmbeddedFile> embedded_moe_tables();
 
 llvm::StringRef builtin_moe_config_table_json() {

@@ -1,9 +1,10 @@
-// The tuned MoE configuration table built into the library: docs/moe-configs-h200.json, the
-// table `specjit-bench moe --tune` writes, embedded at build time (runtime/CMakeLists.txt).
-// It holds entries for the three reference shapes (Qwen3-30B-A3B, Mixtral-8x7B, DeepSeek-V3 TP8;
-// FP8, row-major and packed weights) on sm_90a, tuned on an H200. fused_moe uses it unless the
-// caller names another table or none (FusedMoeOptions::table); shapes and archs without an entry
-// take the default rule (default_moe_config).
+// The tuned MoE configuration table built into the library: runtime/ops/tables/
+// moe-configs-h200.json, the table `specjit-bench moe --tune` writes, embedded at build time
+// (runtime/CMakeLists.txt). It holds entries for the three reference shapes (Qwen3-30B-A3B,
+// Mixtral-8x7B, DeepSeek-V3 TP8; FP8, row-major and packed weights) for sm_90a devices named
+// "NVIDIA H200", where they were tuned. fused_moe uses it unless the caller names another table or
+// none (FusedMoeOptions::table); other shapes, archs and devices take the default rule
+// (default_moe_config), which a warning says once per shape and device.
 #pragma once
 
 #include "runtime/ops/moe_config.h"

@@ -1,20 +1,23 @@
 #include "runtime/ops/moe_config.h"
 
+#include "runtime/ops/moe_gemm_mma.h"
+#include "runtime/ops/moe_gemm_wgmma.h"
 #include "runtime/specialization.h"
 
 #include "support/error.h"
+#include "support/logging.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 
 namespace specjit::ops {
 
 namespace {
 
 constexpr int k_row_bytes = 128; // BLOCK_K in bytes (kernels_src/moe/gemm.cu)
-constexpr unsigned k_max_shared = 227 * 1024;
-constexpr int64_t k_h200_sms = 132;
 
 // Shrinks block_n (and then warps_n) until the tile divides `rows` of the weight.
 GemmTile fit(GemmTile tile, int64_t out_columns, bool gated) {
@@ -177,9 +180,12 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
+  // What a CTA may opt in to on the target's documented device (runtime/device_facts.h).
+  const unsigned max_shared =
+      static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
   if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
-                                           u.gated ? 1 : 2) > k_max_shared)
-    why = "more than 227 KiB of shared memory";
+                                           u.gated ? 1 : 2) > max_shared)
+    why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
     return llvm::Error::success();
   return make_error(Errc::invalid_argument, "fused_moe: {} tile {} (block_m {}): {}", which,
@@ -223,11 +229,13 @@ std::string GemmTile::describe() const {
 }
 
 unsigned GemmTile::threads(int gemm) const {
-  // kernels_src/moe/wgmma_pipeline.cuh, MoeWgmma::k_producer_warps
-  const int producer_warps = gemm == 1 && (!swap_ab || f16_tokens) ? 4 : 1;
+  // Threads depend on no size of the shape; the families' files hold the rule.
+  const MoeShape any{1, 1, 128, 128, MoeDType::fp8};
   return kernel == MoeGemmKernel::wgmma
-             ? static_cast<unsigned>(128 * warpgroups + 32 * producer_warps)
-             : static_cast<unsigned>(32 * warps_m * warps_n);
+             ? moe_detail::WgmmaGemm::of(any, gemm, 8, *this, MoeWeightLayout::row_major,
+                                         MoePackedReads::automatic)
+                   .threads()
+             : moe_detail::MmaGemm::of(any, gemm, 16, *this).threads();
 }
 
 std::string MoeTileConfig::describe() const {
@@ -235,38 +243,13 @@ std::string MoeTileConfig::describe() const {
 }
 
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
-  const bool wgmma = tile.kernel == MoeGemmKernel::wgmma;
-  const unsigned rows = static_cast<unsigned>(block_m * (tile.f16_tokens ? 2 : 1) + tile.block_n);
-  unsigned dynamic = static_cast<unsigned>(tile.stages) * rows * k_row_bytes;
-  if (wgmma) {
-    dynamic += 1024; // room to align the tiles to 1024 bytes
-    // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
-    // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
-    if (dtype == MoeDType::fp8 && gemm == 1 && !tile.f16_tokens)
-      dynamic += tile.swap_ab ? 4u * tile.warpgroups * block_m * k_row_bytes
-                              : 2u * static_cast<unsigned>(tile.block_n) * k_row_bytes;
-    // The f16-token GEMM1 stages its e4m3 outputs, 64 columns x block_m a warpgroup
-    // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
-    if (tile.f16_tokens)
-      dynamic += static_cast<unsigned>(tile.warpgroups * block_m) * 64u;
-    // The normal orientation stages its bf16 outputs, 16 rows x up to 128 bytes a warp
-    // (moe_normal_staged): GEMM1's block_n / 2 columns, GEMM2's block_n. FP8 GEMM1 stores its
-    // e4m3 pairs directly (its f16 weight copy leaves no room).
-    if (!tile.swap_ab && (gemm == 2 || dtype == MoeDType::bf16)) {
-      const int row_bytes = 2 * (gemm == 1 ? tile.block_n / 2 : tile.block_n);
-      dynamic += static_cast<unsigned>(tile.warpgroups * 4 * 16 * std::min(row_bytes, 128));
-    }
-  }
-  // Static shared memory: row and slot indices (8 * block_m bytes), wgmma's two mbarriers per
-  // stage. When static + dynamic passes 48 KiB but the dynamic part alone does not, the engine
-  // would not raise the function's dynamic limit and the launch fails
-  // (CUDA_ERROR_INVALID_VALUE, seen while tuning): ask for just over 48 KiB of dynamic memory
-  // so the limit is raised.
-  const unsigned fixed = 8u * block_m + (wgmma ? 16u * tile.stages : 0u);
-  constexpr unsigned k_default_limit = 48 * 1024;
-  if (dynamic <= k_default_limit && dynamic + fixed > k_default_limit)
-    return k_default_limit + 16;
-  return dynamic;
+  // Shared memory depends on no size of the shape; the families' files hold the rule.
+  const MoeShape any{1, 1, 128, 128, dtype};
+  return tile.kernel == MoeGemmKernel::wgmma
+             ? moe_detail::WgmmaGemm::of(any, gemm, block_m, tile, MoeWeightLayout::row_major,
+                                         MoePackedReads::automatic)
+                   .shared_bytes()
+             : moe_detail::MmaGemm::of(any, gemm, block_m, tile).shared_bytes();
 }
 
 llvm::StringRef moe_packed_reads_name(MoePackedReads reads) {
@@ -292,17 +275,32 @@ std::optional<MoeWeightLayout> parse_moe_weight_layout(llvm::StringRef name) {
   return std::nullopt;
 }
 
-const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape,
+                                           const runtime::DeviceFacts& target,
                                            MoeWeightLayout weights) const {
-  const MoeConfigEntry* row_major = nullptr;
-  for (const MoeConfigEntry& entry : entries)
-    if (entry.shape == shape && entry.arch == arch && !entry.buckets.empty()) {
+  return find(shape, target.arch, target.name, weights);
+}
+
+const MoeConfigEntry* MoeConfigTable::find(const MoeShape& shape, const Arch& arch,
+                                           llvm::StringRef device, MoeWeightLayout weights) const {
+  // The device's own entries first, then those of any device; in each, the weights' layout,
+  // then row-major.
+  for (bool own : {true, false}) {
+    const MoeConfigEntry* row_major = nullptr;
+    for (const MoeConfigEntry& entry : entries) {
+      const bool serves =
+          own ? !entry.device.empty() && entry.device == device : entry.device.empty();
+      if (!serves || !(entry.shape == shape) || !(entry.arch == arch) || entry.buckets.empty())
+        continue;
       if (entry.weights == weights)
         return &entry;
       if (entry.weights == MoeWeightLayout::row_major)
         row_major = &entry;
     }
-  return row_major;
+    if (row_major != nullptr)
+      return row_major;
+  }
+  return nullptr;
 }
 
 const std::vector<int64_t>& default_moe_buckets() {
@@ -312,16 +310,17 @@ const std::vector<int64_t>& default_moe_buckets() {
 
 namespace {
 
-MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
+MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                          int64_t sms) {
   MoeTileConfig c;
   if (per_expert <= 16) {
     // Weight streaming: 16-row tiles; narrow enough that the experts hit fill the GPU twice.
     c.block_m = 16;
     c.gemm1 = {64, 1, 4, 4};
     c.gemm2 = {64, 1, 4, 4};
-    if (experts_hit * (2 * shape.intermediate / 64) < 2 * k_h200_sms)
+    if (experts_hit * (2 * shape.intermediate / 64) < 2 * sms)
       c.gemm1 = {32, 1, 2, 6};
-    if (experts_hit * (shape.hidden / 64) < 2 * k_h200_sms)
+    if (experts_hit * (shape.hidden / 64) < 2 * sms)
       c.gemm2 = {32, 1, 2, 6};
   } else if (per_expert <= 48) {
     c.block_m = 32;
@@ -350,7 +349,8 @@ int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
   return 64;
 }
 
-MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit) {
+MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                            int64_t sms) {
   MoeTileConfig c;
   auto tile = [](int block_n, int stages, bool swap_ab, int warpgroups) {
     return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups);
@@ -362,10 +362,10 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
       c.block_m *= 2;
     // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
     auto split = [&](int64_t out_columns) {
-      return experts_hit * (out_columns / 64) < k_h200_sms ? 2 : 1;
+      return experts_hit * (out_columns / 64) < sms ? 2 : 1;
     };
     // Packed GEMM1 tiles (32 output columns) double the CTAs when 64-column tiles are too few.
-    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * k_h200_sms;
+    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
     c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
   } else {
@@ -380,18 +380,25 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
 
 } // namespace
 
-MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
+                                 const runtime::DeviceFacts& target) {
+  const Arch& arch = target.arch;
   const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
   const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
   const int64_t experts_hit = std::min(shape.experts, slots);
+  const int64_t sms = target.multiprocessors;
   if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
-    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit);
+    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit, sms);
     llvm::Error err = check_moe_config(shape, c, arch);
     if (!err)
       return c;
     llvm::consumeError(std::move(err)); // e.g. a shape whose tiles do not fit: mma.sync
   }
-  return mma_default(shape, per_expert, experts_hit);
+  return mma_default(shape, per_expert, experts_hit, sms);
+}
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+  return default_moe_config(shape, tokens, runtime::DeviceFacts::for_target(arch));
 }
 
 llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, const GemmTile& tile,
@@ -416,13 +423,55 @@ llvm::Error check_moe_config(const MoeShape& shape, const MoeTileConfig& config,
 llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
                                                      const Arch& arch, const MoeConfigTable* table,
                                                      MoeWeightLayout weights) {
+  return resolve_moe_config(shape, num_tokens, runtime::DeviceFacts::for_target(arch), table,
+                            weights);
+}
+
+namespace {
+
+// Says once per process, shape and device when the table holds entries of the shape for other
+// devices of the target's arch only: tuned tiles are a device's, so the default rule decides.
+void note_other_devices(const MoeConfigTable& table, const MoeShape& shape,
+                        const runtime::DeviceFacts& target) {
+  std::string devices;
+  for (const MoeConfigEntry& entry : table.entries)
+    if (entry.shape == shape && entry.arch == target.arch && !entry.device.empty() &&
+        devices.find(entry.device) == std::string::npos)
+      devices += (devices.empty() ? "" : ", ") + entry.device;
+  if (devices.empty())
+    return;
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  const std::string key = fmt::format(
+      "{}x{} {}x{} {} {} on '{}'", shape.experts, shape.top_k, shape.hidden, shape.intermediate,
+      moe_dtype_name(shape.dtype).str(), target.arch.name(), target.name);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!said.insert(key).second)
+      return;
+  }
+  log_warning(llvm::Twine("fused_moe: the table's entries for ") + key.substr(0, key.find(" on ")) +
+              " are tuned for " + devices + ", not for " +
+              (target.name.empty() ? std::string("an unnamed device") : "'" + target.name + "'") +
+              ": the default rule decides (name the device when precompiling)");
+}
+
+} // namespace
+
+llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int64_t num_tokens,
+                                                     const runtime::DeviceFacts& target,
+                                                     const MoeConfigTable* table,
+                                                     MoeWeightLayout weights) {
+  const Arch& arch = target.arch;
   ResolvedMoeConfig resolved;
-  const MoeConfigEntry* entry = table ? table->find(shape, arch, weights) : nullptr;
+  const MoeConfigEntry* entry = table ? table->find(shape, target, weights) : nullptr;
   if (entry)
     for (const MoeConfigBucket& bucket : entry->buckets)
       resolved.bounds.push_back(bucket.max_tokens);
   else
     resolved.bounds = default_moe_buckets();
+  if (table && !entry)
+    note_other_devices(*table, shape, target);
   // Counts above the last bound take the last bucket's configuration, declared as the
   // policy's overflow bucket: a tile choice, not an upper bound any kernel is told.
   auto spec =
@@ -436,7 +485,7 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
       if (bucket.max_tokens == resolved.bucket)
         resolved.config = bucket.config;
   } else {
-    resolved.config = default_moe_config(shape, resolved.bucket, arch);
+    resolved.config = default_moe_config(shape, resolved.bucket, target);
   }
   if (auto err = check_moe_config(shape, resolved.config, arch))
     return err;

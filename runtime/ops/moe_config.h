@@ -20,6 +20,8 @@
 // Token counts above the last bucket's max_tokens use the last bucket.
 #pragma once
 
+#include "kernels_src/moe/gemm_args.h"
+#include "runtime/device_facts.h"
 #include "support/arch.h"
 
 #include <llvm/Support/Error.h>
@@ -52,10 +54,9 @@ enum class MoeGemmKernel : uint8_t {
 };
 llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel); // "mma", "wgmma"
 
-// How a wgmma GEMM's CTAs share the work. fixed: one CTA per (token block, `tiles` tiles, split_k
-// part). stream_k and dynamic (the persistent schedules): as many CTAs as fit at once, taking
-// equal shares of all K stages (stream_k) or whole tiles from a counter (dynamic).
-enum class MoeSchedule { fixed, stream_k, dynamic };
+// How a wgmma GEMM's CTAs share the work (fixed, stream_k, dynamic): the kernels' own enumeration
+// (kernels_src/moe/gemm_args.h), a template argument of the wgmma GEMM variants.
+using MoeSchedule = specjit_kernels::MoeSchedule;
 
 // How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
 // rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),
@@ -159,13 +160,21 @@ struct MoeConfigEntry {
   // The weights the entry was tuned on (JSON "weights", default row_major): a table may hold an
   // entry of each layout for a shape.
   MoeWeightLayout weights = MoeWeightLayout::row_major;
+  // The device the entry was tuned on and serves (JSON "device", the driver's name, e.g.
+  // "NVIDIA H200"); empty: every device of the arch.
+  std::string device;
 };
 
 struct MoeConfigTable {
   std::vector<MoeConfigEntry> entries;
-  // The entry for (shape, arch, weights); for packed weights without one of their own, the
-  // row-major entry (its tiles read packed weights too).
-  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch,
+  // The entry for (shape, target, weights): the target's arch, and its device name where the
+  // entry names one (an entry of the device before one of any device); for packed weights
+  // without one of their own, the row-major entry (its tiles read packed weights too).
+  const MoeConfigEntry* find(const MoeShape& shape, const runtime::DeviceFacts& target,
+                             MoeWeightLayout weights = MoeWeightLayout::row_major) const;
+  // The same for `arch` and the device named `device` (empty: no device; entries of any device
+  // of the arch only).
+  const MoeConfigEntry* find(const MoeShape& shape, const Arch& arch, llvm::StringRef device = {},
                              MoeWeightLayout weights = MoeWeightLayout::row_major) const;
 };
 
@@ -175,11 +184,14 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
 // The bucket bounds used without a table: 4, 16, 64, 256, 1024, 4096.
 const std::vector<int64_t>& default_moe_buckets();
 
-// The rule for a shape and a (bucket's upper bound of the) token count. sm_90a: wgmma, swap-AB
-// while few tokens reach each expert (docs/moe.md, "Tile configurations": where it stops
-// paying), the normal orientation with large tiles beyond. Other archs: mma.sync tiles, small
-// while streaming weights, larger as the GEMMs turn compute-bound. Always valid for the shape
-// and arch (see check_moe_config).
+// The rule for a shape and a (bucket's upper bound of the) token count on `target` (its arch and
+// SM count: how many CTAs fill it). sm_90a: wgmma, swap-AB while few tokens reach each expert
+// (docs/moe.md, "Tile configurations": where it stops paying), the normal orientation with large
+// tiles beyond. Other archs: mma.sync tiles, small while streaming weights, larger as the GEMMs
+// turn compute-bound. Always valid for the shape and arch (see check_moe_config).
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
+                                 const runtime::DeviceFacts& target);
+// The same on `arch`'s documented device (runtime/device_facts.h: sm_90a 132 SMs).
 MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch = Arch{});
 
 // Whether the kernels can run `config` on `shape` for `arch`: tile divisibility, warp grid,
@@ -199,6 +211,11 @@ struct ResolvedMoeConfig {
   int64_t bucket = 0;          // num_tokens' bucket: the last one for counts above it
   MoeTileConfig config;
 };
+llvm::Expected<ResolvedMoeConfig>
+resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const runtime::DeviceFacts& target,
+                   const MoeConfigTable* table,
+                   MoeWeightLayout weights = MoeWeightLayout::row_major);
+// The same on `arch`'s documented device.
 llvm::Expected<ResolvedMoeConfig>
 resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const Arch& arch,
                    const MoeConfigTable* table,

@@ -150,8 +150,9 @@ llvm::Expected<MoeConfigBucket> parse_bucket(const llvm::json::Object& o,
   return bucket;
 }
 
-// One entry: the shape, dtype and arch it applies to, the weights' layout it was tuned on
-// (optional, row_major), then its buckets in increasing order.
+// One entry: the shape, dtype and arch it applies to, the device it was tuned on (optional: any
+// device of the arch), the weights' layout it was tuned on (optional, row_major), then its
+// buckets in increasing order.
 llvm::Expected<MoeConfigEntry> parse_entry(const llvm::json::Object& e, const std::string& where) {
   MoeConfigEntry entry;
   int64_t* targets[] = {&entry.shape.experts, &entry.shape.intermediate, &entry.shape.hidden,
@@ -173,6 +174,15 @@ llvm::Expected<MoeConfigEntry> parse_entry(const llvm::json::Object& e, const st
     return make_error(Errc::invalid_argument, "moe config table: {}: {}", where,
                       llvm::toString(arch.takeError()));
   entry.arch = *arch;
+  if (const llvm::json::Value* device = e.get("device")) {
+    auto name = device->getAsString();
+    if (!name || name->empty())
+      return make_error(Errc::invalid_argument,
+                        "moe config table: {}: device must be a device's name, e.g. "
+                        "\"NVIDIA H200\"",
+                        where);
+    entry.device = name->str();
+  }
   if (const llvm::json::Value* weights = e.get("weights")) {
     auto name = weights->getAsString();
     auto layout = name ? parse_moe_weight_layout(*name) : std::nullopt;
@@ -243,6 +253,8 @@ llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table) {
                          {"buckets", std::move(buckets)}};
     if (entry.weights != MoeWeightLayout::row_major) // row-major tables stay as they were
       e["weights"] = moe_weight_layout_name(entry.weights);
+    if (!entry.device.empty())
+      e["device"] = entry.device;
     entries.push_back(std::move(e));
   }
   return llvm::json::Object{{"version", 1}, {"entries", std::move(entries)}};

@@ -1,12 +1,19 @@
 // Shared by the fused MoE op's files (runtime/ops/fused_moe.cpp, moe_kernels.cpp,
-// moe_stages.cpp); not part of the public API.
+// moe_stages.cpp, moe_gemm_mma.cpp, moe_gemm_wgmma.cpp); not part of the public API.
 #pragma once
 
+#include "kernels_src/moe/gemm_args.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/tensor.h"
 
+#include <cstdint>
+
 namespace specjit::ops::moe_detail {
+
+using specjit_kernels::MoeOrientation;
+using specjit_kernels::MoeWeightReads;
 
 inline constexpr llvm::StringLiteral k_op = "fused_moe";
 inline constexpr int k_route_warps = 8;      // kernels_src/moe/route.cu
@@ -31,6 +38,25 @@ inline runtime::DType tensor_dtype(MoeDType dtype) {
   return dtype == MoeDType::fp8 ? runtime::DType::e4m3 : runtime::DType::bf16;
 }
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A device address as the typed pointer of a kernel argument struct (kernels_src/moe/gemm_args.h).
+template <class T> T* device_pointer(CUdeviceptr address) {
+  return reinterpret_cast<T*>(static_cast<uintptr_t>(address));
+}
+
+// The GEMMs' K per pipeline stage and tile row: 128 bytes (128 e4m3 or 64 bf16 values).
+inline constexpr unsigned k_moe_row_bytes = 128;
+
+// A GEMM's dynamic shared memory request given its static shared memory: when the two together
+// pass 48 KiB but the dynamic part alone does not, the engine would not raise the function's
+// dynamic limit and the launch fails (CUDA_ERROR_INVALID_VALUE), so the request becomes just over
+// 48 KiB and the limit is raised.
+inline unsigned shared_bytes_with_static(unsigned dynamic, unsigned fixed) {
+  constexpr unsigned k_default_limit = 48 * 1024;
+  if (dynamic <= k_default_limit && dynamic + fixed > k_default_limit)
+    return k_default_limit + 16;
+  return dynamic;
+}
 
 // Index into moe_kernels().
 enum KernelIndex {
@@ -61,26 +87,25 @@ inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
 // the slots, all zeroed by align.
 inline constexpr int k_handoff_blocks = 4096;
 inline constexpr int k_scratch_ints = k_scratch_counters + 1 + k_handoff_blocks;
-// The template value tiles of the dynamic schedule (0: stream-K; 1-16: tiles per CTA).
-inline constexpr int k_tiles_dynamic = 1024;
 inline constexpr size_t k_stream_k_scratch_bytes =
     size_t{k_scratch_ints} * 4 + size_t{k_stream_k_slot_floats} * 4;
 
 // A grid-stride launch of 256-thread CTAs over `items` (moe_tokens_f16, moe_reduce,
-// moe_pack_weights): one item a thread, at most `per_sm` CTAs an SM of the H200 (the kernels loop
-// over the rest).
-runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, CUstream stream);
+// moe_pack_weights): one item a thread, at most `per_sm` CTAs an SM of a device of
+// `multiprocessors` SMs (the kernels loop over the rest).
+runtime::LaunchConfig grid_stride_launch(int64_t items, int64_t per_sm, int multiprocessors,
+                                         CUstream stream);
 
 // Whether a wgmma tile reads packed weights by bulk copies (else through a rank-4 tensor map);
-// see fused_moe.cpp.
+// see moe_kernels.cpp.
 bool packed_bulk_reads(const GemmTile& tile);
 
 // GEMM2's block hand-off target for this call (0: none); see fused_moe.cpp.
 int handoff_target(const MoeShape& s, int64_t tokens, const MoeTileConfig& config,
-                   const FusedMoeOptions& options, int64_t blocks);
+                   const MoeTuning& options, int64_t blocks);
 
 // The wgmma GEMMs' launch order on the fixed schedule (moe_wgmma_setup) as blocks per group:
-// 1 (block-major) or 8 (grouped); FusedMoeOptions::launch_order, automatic: block-major for FP8
+// 1 (block-major) or 8 (grouped); MoeTuning::launch_order, automatic: block-major for FP8
 // when GEMM2 takes blocks as they complete (`handoff`: the call's handoff_target is not 0),
 // there are at most 8 experts and the routed tokens fill at most one block each, so that each
 // block is complete early and GEMM2 can take it. Without the hand-off the order only decides
@@ -104,21 +129,40 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
 
 KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 
+// The template values of moe_route (moe_route_kernel), and its launch: one warp a token.
+std::vector<int64_t> route_values(int64_t experts, int64_t top_k, bool renormalize,
+                                  int64_t num_tokens);
+llvm::Error launch_route(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                         CUdeviceptr logits, CUdeviceptr topk_weights, CUdeviceptr topk_ids,
+                         int64_t tokens, CUstream stream);
+// moe_align's launch: one CTA; it zeroes `counters` ints at zero_counters (0: none).
+llvm::Error launch_align(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                         CUdeviceptr topk_ids, CUdeviceptr sorted_ids, CUdeviceptr expert_ids,
+                         CUdeviceptr num_post_padded, CUdeviceptr zero_counters, int64_t counters,
+                         int64_t tokens, int64_t top_k, CUstream stream);
 // The template values of moe_align (moe_align_kernel), for its launch and the manifest's variants.
 std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
                                   int64_t num_tokens);
 // The template values of moe_tokens_f16 (moe_tokens_f16_kernel): the copy's order by
 // f16_tokens_sorted, for its launch and the manifest's variants.
 std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
-// A wgmma GEMM's template value `weights`, how its producer reads them (MoeWeights in
-// kernels_src/moe/wgmma_pipeline.cuh): 0 row-major through a rank-3 tensor map, 1 packed by bulk
-// copies, 2 packed through a rank-4 map; packed: `reads` (the call's FusedMoeOptions), or where
-// that is automatic the tile's own (a table's "reads"), or where that is too packed_bulk_reads.
-int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);
-// The template values of a GEMM variant (see moe_gemm_kernel for their names); `weights`, the
-// wgmma GEMMs' weight_reads, is not one of the mma.sync GEMMs'.
-std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
-                                 int64_t num_tokens, int weights);
+// How a wgmma GEMM's producer reads the weights (MoeWeights in
+// kernels_src/moe/wgmma_pipeline.cuh): row-major through a rank-3 tensor map, or packed by bulk
+// copies or through a rank-4 map: `reads` (the call's MoeTuning), or where that is
+// automatic the tile's own (a table's "reads"), or where that is too packed_bulk_reads.
+MoeWeightReads weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);
+
+// The device addresses of one fused_moe call: its tensors and its workspace's regions.
+struct MoeBuffers {
+  CUdeviceptr hidden = 0, router_logits = 0, w13 = 0, w2 = 0, a1_scale = 0, w13_scale = 0,
+              a2_scale = 0, w2_scale = 0, out = 0;
+  CUdeviceptr topk_weights = 0, topk_ids = 0, sorted_ids = 0, expert_ids = 0, num_post_padded = 0,
+              intermediate = 0, slot_out = 0, scratch = 0, tokens_f16 = 0;
+  int64_t max_padded = 0;      // capacity of sorted_ids
+  int64_t counter_ints = 0;    // the scratch's counters, zeroed by moe_align
+  int64_t tokens_f16_rows = 0; // rows of the f16 copy of the tokens
+  static MoeBuffers of(const FusedMoeTensors& t, const MoeWorkspaceLayout& l);
+};
 
 // Looks the variant up, loading it on first use.
 llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, KernelIndex index,

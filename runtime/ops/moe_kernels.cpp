@@ -1,5 +1,7 @@
 // The fused MoE layer's kernel definitions and the helpers its op files share.
 #include "runtime/ops/moe_detail.h"
+#include "runtime/ops/moe_gemm_mma.h"
+#include "runtime/ops/moe_gemm_wgmma.h"
 
 #include "support/error.h"
 
@@ -35,22 +37,8 @@ KernelDef moe_align_kernel() {
 }
 
 KernelDef moe_gemm_kernel(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
-  if (kernel == MoeGemmKernel::wgmma) {
-    std::string name = fmt::format("moe_wgmma{}_{}", gemm, moe_dtype_name(dtype).str());
-    return {name,
-            "moe/gemm_wgmma.cu",
-            "specjit_kernels::" + name,
-            {raw("n"), raw("k"), raw("swap_ab"), raw("block_m"), raw("block_n"), raw("warpgroups"),
-             raw("stages"), raw("split_k"), raw("tiles"), raw("weights"), tokens()},
-            {}};
-  }
-  std::string name = fmt::format("moe_gemm{}_{}", gemm, moe_dtype_name(dtype).str());
-  return {name,
-          "moe/gemm.cu",
-          "specjit_kernels::" + name,
-          {raw("n"), raw("k"), raw("block_m"), raw("block_n"), raw("warps_m"), raw("warps_n"),
-           raw("stages"), tokens()},
-          {}};
+  return kernel == MoeGemmKernel::wgmma ? moe_detail::wgmma_gemm_kernel(gemm, dtype)
+                                        : moe_detail::mma_gemm_kernel(gemm, dtype);
 }
 
 KernelDef moe_reduce_kernel() {
@@ -137,27 +125,48 @@ std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens
   return {f16_tokens_sorted(shape) ? 1 : 0, num_tokens};
 }
 
-int weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads) {
+// Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"), each GEMM
+// alone against the same tile reading row-major weights by tensor map: bulk copies
+// 2-5 % faster for the swap-AB tiles of decode; the f16-token GEMM1 and the normal orientation
+// (8 pieces a stage, weights mostly from L2) up to 13 % slower, so they read the packed copy
+// through a tensor map.
+bool packed_bulk_reads(const GemmTile& tile) { return tile.swap_ab && !tile.f16_tokens; }
+
+MoeWeightReads weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads) {
   if (layout == MoeWeightLayout::row_major)
-    return 0;
+    return MoeWeightReads::row_major_map;
   if (reads == MoePackedReads::automatic) // the call's choice, else the table's, else the rule
     reads = tile.packed_reads;
   const bool bulk =
       reads == MoePackedReads::automatic ? packed_bulk_reads(tile) : reads == MoePackedReads::bulk;
-  return bulk ? 1 : 2;
+  return bulk ? MoeWeightReads::packed_bulk : MoeWeightReads::packed_map;
 }
 
-std::vector<int64_t> gemm_values(const MoeShape& shape, int gemm, int block_m, const GemmTile& t,
-                                 int64_t num_tokens, int weights) {
-  const int64_t n = gemm == 1 ? shape.intermediate : shape.hidden;
-  const int64_t k = gemm == 1 ? shape.hidden : shape.intermediate;
-  if (t.kernel == MoeGemmKernel::wgmma)
-    return {
-        n,        k,         !t.f16_tokens ? (t.swap_ab ? 1 : 0) : f16_tokens_sorted(shape) ? 3 : 2,
-        block_m,  t.block_n, t.warpgroups,
-        t.stages, t.split_k, t.stream_k() ? 0 : t.dynamic() ? k_tiles_dynamic : t.tiles,
-        weights,  num_tokens}; // tiles 0: stream-K, k_tiles_dynamic: dynamic
-  return {n, k, block_m, t.block_n, t.warps_m, t.warps_n, t.stages, num_tokens};
+MoeBuffers MoeBuffers::of(const FusedMoeTensors& t, const MoeWorkspaceLayout& l) {
+  const CUdeviceptr w = t.workspace.data;
+  MoeBuffers b;
+  b.hidden = t.hidden.data;
+  b.router_logits = t.router_logits.data;
+  b.w13 = t.w13.data;
+  b.w2 = t.w2.data;
+  b.a1_scale = t.a1_scale.data;
+  b.w13_scale = t.w13_scale.data;
+  b.a2_scale = t.a2_scale.data;
+  b.w2_scale = t.w2_scale.data;
+  b.out = t.out.data;
+  b.topk_weights = w + l.topk_weights;
+  b.topk_ids = w + l.topk_ids;
+  b.sorted_ids = w + l.sorted_ids;
+  b.expert_ids = w + l.expert_ids;
+  b.num_post_padded = w + l.num_post_padded;
+  b.intermediate = w + l.intermediate;
+  b.slot_out = w + l.slot_out;
+  b.scratch = w + l.stream_k;
+  b.tokens_f16 = w + l.tokens_f16;
+  b.max_padded = l.max_padded;
+  b.counter_ints = l.counter_ints;
+  b.tokens_f16_rows = l.tokens_f16_rows;
+  return b;
 }
 
 llvm::Error expect(llvm::StringRef argument, const TensorRef& tensor, DType dtype,

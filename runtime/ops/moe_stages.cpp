@@ -89,12 +89,24 @@ llvm::Error moe_route(runtime::Engine& engine, const TensorRef& logits,
     return err;
   if (tokens == 0)
     return llvm::Error::success();
+  return launch_route(engine, route_values(experts, top_k, renormalize, tokens), logits.data,
+                      topk_weights.data, topk_ids.data, tokens, stream);
+}
+
+std::vector<int64_t> moe_detail::route_values(int64_t experts, int64_t top_k, bool renormalize,
+                                              int64_t num_tokens) {
+  return {experts, top_k, renormalize ? 1 : 0, num_tokens};
+}
+
+llvm::Error moe_detail::launch_route(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                                     CUdeviceptr logits, CUdeviceptr topk_weights,
+                                     CUdeviceptr topk_ids, int64_t tokens, CUstream stream) {
   runtime::LaunchConfig config;
   config.grid[0] = static_cast<unsigned>(ceil_div(tokens, k_route_warps));
   config.block[0] = k_route_warps * 32;
   config.stream = stream;
-  return launch_variant(engine, k_route, {experts, top_k, renormalize ? 1 : 0, tokens}, config,
-                        logits.data, topk_weights.data, topk_ids.data, static_cast<int>(tokens));
+  return launch_variant(engine, k_route, values, config, logits, topk_weights, topk_ids,
+                        static_cast<int>(tokens));
 }
 
 static llvm::Error check_ids_on_host(runtime::Engine& engine, const TensorRef& topk_ids,
@@ -145,12 +157,21 @@ llvm::Error moe_align(runtime::Engine& engine, const TensorRef& topk_ids, int64_
   if (checked)
     if (auto err = check_ids_on_host(engine, topk_ids, experts, stream))
       return err;
+  return launch_align(engine, align_values(experts, block_m, order, tokens), topk_ids.data,
+                      sorted_ids.data, expert_ids.data, num_post_padded.data, zero_counters.data,
+                      zeroing ? zero_counters.shape[0] : 0, tokens, top_k, stream);
+}
+
+llvm::Error moe_detail::launch_align(runtime::Engine& engine, llvm::ArrayRef<int64_t> values,
+                                     CUdeviceptr topk_ids, CUdeviceptr sorted_ids,
+                                     CUdeviceptr expert_ids, CUdeviceptr num_post_padded,
+                                     CUdeviceptr zero_counters, int64_t counters, int64_t tokens,
+                                     int64_t top_k, CUstream stream) {
   runtime::LaunchConfig config;
   config.block[0] = k_align_threads;
   config.stream = stream;
-  return launch_variant(engine, k_align, align_values(experts, block_m, order, tokens), config,
-                        topk_ids.data, sorted_ids.data, expert_ids.data, num_post_padded.data,
-                        zero_counters.data, zeroing ? static_cast<int>(zero_counters.shape[0]) : 0,
+  return launch_variant(engine, k_align, values, config, topk_ids, sorted_ids, expert_ids,
+                        num_post_padded, zero_counters, static_cast<int>(counters),
                         static_cast<int>(tokens), static_cast<int>(top_k));
 }
 
@@ -188,9 +209,10 @@ llvm::Error moe_pack_weights(runtime::Engine& engine, const TensorRef& weights,
     return make_error(Errc::invalid_argument,
                       "{}: packed must not overlap weights (the packing is not in place)",
                       k_pack_op.str());
-  return launch_variant(engine, k_pack_weights, {rows}, grid_stride_launch(bytes / 16, 8, stream),
-                        weights.data, packed.data, static_cast<int>(rows),
-                        static_cast<int>(k_bytes));
+  const runtime::LaunchConfig launch =
+      grid_stride_launch(bytes / 16, 8, engine.device_facts().multiprocessors, stream);
+  return launch_variant(engine, k_pack_weights, {rows}, launch, weights.data, packed.data,
+                        static_cast<int>(rows), static_cast<int>(k_bytes));
 }
 
 } // namespace specjit::ops

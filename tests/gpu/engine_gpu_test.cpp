@@ -89,3 +89,25 @@ TEST_CASE("gpu: a launch with arguments of the wrong sizes is an error, not a fa
   CHECK(llvm::toString(std::move(cluster)).find("not a multiple of the cluster size 2") !=
         std::string::npos);
 }
+
+TEST_CASE("gpu: the engine's device facts are the device's, read from the driver") {
+  if (!test::gpu_or_skip("the engine's device facts"))
+    return;
+  test::TempDir dir;
+  Engine engine(test::config_in(dir, {{"SPECJIT_ARCH", ""}}));
+  const DeviceFacts& facts = engine.device_facts();
+  CHECK(facts.from_device);
+  CHECK(facts.arch == engine.arch());
+  CHECK_FALSE(facts.name.empty());
+  const Driver& drv = *driver();
+  CUdevice device = 0;
+  REQUIRE(drv.cuDeviceGet(&device, 0) == CUDA_SUCCESS);
+  int sms = 0, optin = 0;
+  REQUIRE(drv.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) ==
+          CUDA_SUCCESS);
+  REQUIRE(drv.cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                   device) == CUDA_SUCCESS);
+  CHECK(facts.multiprocessors == sms);
+  CHECK(facts.shared_per_block_optin == optin);
+  MESSAGE(facts.name << ": " << sms << " SMs, " << optin / 1024 << " KiB opt-in");
+}

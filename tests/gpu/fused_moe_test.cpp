@@ -13,6 +13,7 @@
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -234,11 +235,11 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
   return c;
 }
 
-// `handoff`, `order`: FusedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
+// `handoff`, `order`: TunedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
 // times on the same workspace (poisoned before the first only), the output poisoned before each;
 // the calls after the first reuse the first's routing and grouping (GEMMs and reduction only, as
 // a benchmark runs them), so they count on every GEMM leaving its counters zero, which is
-// checked. `table`: the configurations come from it (FusedMoeOptions::table), and T = 4000 runs
+// checked. `table`: the configurations come from it (TunedMoeOptions::table), and T = 4000 runs
 // too, so that its last bucket does. `weight_layout`: the layout of the weights the checked calls
 // read (packed: the table's packed entries where it has them); the same tiles on the other layouts
 // must give the same output bytes.
@@ -354,7 +355,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     t.w2_scale = {w2s_d.ptr(), DType::f32, {s.experts}, {}};
     t.out = {out_d.ptr(), DType::bf16, {tokens, s.hidden}, {}};
     t.workspace = {work_d.ptr(), DType::u8, {static_cast<int64_t>(layout.bytes)}, {}};
-    FusedMoeOptions options;
+    TunedMoeOptions options;
     options.config = forced_config(s, tokens, forced);
     options.handoff = handoff;
     options.launch_order = order;
@@ -440,7 +441,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
         other_t.w13.data = other_packed ? w13p_d.ptr() : w13_d.ptr();
         other_t.w2.data = other_packed ? w2p_d.ptr() : w2_d.ptr();
         other_t.weight_layout = layout;
-        FusedMoeOptions other_options = options;
+        TunedMoeOptions other_options = options;
         other_options.config = c;
         other_options.packed_reads = reads;
         out_d.poison();
@@ -658,7 +659,7 @@ TEST_CASE("GEMM2 is right with and without the block hand-off, call after call (
   }
 }
 
-// The launch order (FusedMoeOptions::launch_order) only reorders the fixed schedule's CTAs: both
+// The launch order (TunedMoeOptions::launch_order) only reorders the fixed schedule's CTAs: both
 // orders forced at every T, with the hand-off always (GEMM2 then takes blocks as they complete),
 // Mixtral (8 experts, where the automatic rule goes block-major) and DeepSeek (256 experts).
 TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)") {
@@ -669,20 +670,21 @@ TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)
       run_model(model, Forced::none, MoeHandoff::always, 1, order);
 }
 
-// The tuned H200 table, built in (docs/moe-configs-h200.json as built; runtime/ops/
-// moe_builtin_table.h): what FusedMoeOptions holds by default, so what a caller that names no
-// table runs. Every FP8 bucket's configuration, at a token count in each bucket.
+// The tuned H200 table, built in (runtime/ops/tables/moe-configs-h200.json as built;
+// runtime/ops/moe_builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
+// names no table runs on an H200. Every FP8 bucket's configuration, at a token count in each
+// bucket.
 TEST_CASE("the built-in H200 table's configuration is right in every bucket (FP8, three models)") {
   if (!specjit::test::gpu_or_skip("fused_moe H200 table"))
     return;
   const MoeConfigTable* table = &builtin_moe_config_table();
-  REQUIRE(FusedMoeOptions{}.table == table);
+  REQUIRE(TunedMoeOptions{}.table == table);
+  const auto h200 = runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
   for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
-    REQUIRE(table->find(model.shape, Arch{9, 0, true}) != nullptr);
+    REQUIRE(table->find(model.shape, h200) != nullptr);
     run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table);
     // The shape's packed entry, where the table has one, on packed weights.
-    const MoeConfigEntry* packed =
-        table->find(model.shape, Arch{9, 0, true}, MoeWeightLayout::packed);
+    const MoeConfigEntry* packed = table->find(model.shape, h200, MoeWeightLayout::packed);
     if (packed->weights == MoeWeightLayout::packed)
       run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table,
                 MoeWeightLayout::packed);

@@ -9,6 +9,7 @@
 #include "runtime/engine.h"
 #include "runtime/manifest.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/ops/moe_detail.h"
 
 #include "support/error.h"
@@ -54,7 +55,7 @@ void check_manifest_compiles(const std::string& name) {
 void check_rejected(const MoeArgs& args, const std::string& fragment) {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  check_invalid_argument(fused_moe(engine, args.shape, args.t, {}, nullptr), fragment);
+  check_invalid_argument(fused_moe(engine, args.shape, args.t, FusedMoeOptions{}, nullptr), fragment);
   CHECK(engine.stats().requests == 0);
 }
 
@@ -103,7 +104,7 @@ TEST_CASE("the grouping is stable exactly when a GEMM is stream-K") {
   config.gemm1.schedule = MoeSchedule::stream_k;
   CHECK(moe_slot_order(config) == MoeSlotOrder::stable);
   // And the manifest derives the stable align variant for such a configuration.
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = config;
   auto requests =
       fused_moe_variants({128, 8, 2048, 768, MoeDType::fp8}, options, Arch{9, 0, true}, {1});
@@ -272,11 +273,11 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
   const GemmTile swap2 = GemmTile::wgmma_tile(128, 4, true, 2);    // 12 tiles, 4 warps (K split)
   const GemmTile packed = GemmTile::wgmma_tile(64, 4, true, 1);    // 24 tiles, 4 warps
   const GemmTile gemm2 = GemmTile::wgmma_tile(128, 4, false, 2);
-  FusedMoeOptions automatic, always, never;
+  TunedMoeOptions automatic, always, never;
   always.handoff = MoeHandoff::always;
   never.handoff = MoeHandoff::never;
   auto target = [&](const MoeShape& s, int64_t tokens, const MoeTileConfig& c,
-                    const FusedMoeOptions& o, int64_t blocks = 100) {
+                    const TunedMoeOptions& o, int64_t blocks = 100) {
     return moe_detail::handoff_target(s, tokens, c, o, blocks);
   };
   // Automatic: FP8 from 32 tokens an expert (Qwen3: T * 8 >= 32 * 128, T >= 512).
@@ -291,10 +292,10 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
   CHECK(target(bf16, 4096, {128, normal2, gemm2}, always) == 6 * 8);
   // Only with both GEMMs in the call (GEMM2 zeroes what GEMM1 counts), both wgmma, a counter
   // for every block, and not both stream-K (their scratch slots would overlap in time).
-  FusedMoeOptions gemm1_only = always;
+  TunedMoeOptions gemm1_only = always;
   gemm1_only.stages = moe_stage_align | moe_stage_gemm1;
   CHECK(target(qwen, 1024, {128, normal2, gemm2}, gemm1_only) == 0);
-  FusedMoeOptions gemms_only = always;
+  TunedMoeOptions gemms_only = always;
   gemms_only.stages = moe_stage_gemm1 | moe_stage_gemm2;
   CHECK(target(qwen, 1024, {128, normal2, gemm2}, gemms_only) == 6 * 8);
   const GemmTile mma{128, 2, 4, 3};
@@ -326,7 +327,7 @@ TEST_CASE("the FP8 wgmma GEMMs run block-major with the hand-off and few experts
                            GemmTile::wgmma_tile(128, 4, false, 2)};
   const MoeTileConfig t16{8, GemmTile::wgmma_tile(64, 4, true, 1),
                           GemmTile::wgmma_tile(64, 6, true, 1)};
-  const FusedMoeOptions automatic;
+  const TunedMoeOptions automatic;
   CHECK(moe_detail::handoff_target(mixtral, 256, t256, automatic, 8) > 0);
   CHECK(moe_detail::handoff_target(mixtral, 16, t16, automatic, 9) == 0);
   // Many experts: groups of 8 blocks already complete one after another.
@@ -354,7 +355,7 @@ TEST_CASE("more than 65535 token blocks: refused for mma.sync tiles only") {
   MoeArgs args(tokens);
   TempDir dir;
   Engine engine(test::config_in(dir));
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   ErrorSummary mma = summarize(fused_moe(engine, args.shape, args.t, options, nullptr));
   INFO("mma message: " << mma.message);

@@ -6,6 +6,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/ops/moe_detail.h"
 #include "runtime/tensor_map.h"
 
@@ -70,7 +71,7 @@ TEST_CASE("moe_pack_weights and fused_moe name what packed weights cannot be") {
   // Only wgmma tiles read packed weights.
   MoeArgs a(4);
   a.t.weight_layout = MoeWeightLayout::packed;
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   check_invalid_argument(fused_moe(engine, a.shape, a.t, options, nullptr),
                          "packed weights are read by wgmma tiles");
@@ -130,7 +131,7 @@ TEST_CASE(
   CHECK(resolve_moe_config(shape, 4, sm90a, &row_major_only, MoeWeightLayout::packed)
             ->config.gemm1.stages == 3);
   // The variants follow the layout's entry.
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.table = &both;
   for (auto [weights, stages] :
        {std::pair{MoeWeightLayout::row_major, 3}, std::pair{MoeWeightLayout::packed, 6}}) {
@@ -163,20 +164,22 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   const auto automatic = MoePackedReads::automatic, bulk = MoePackedReads::bulk,
              map = MoePackedReads::tensor_map;
   // The rule: bulk copies for swap-AB tiles without f16 tokens, the map elsewhere.
-  CHECK(weight_reads(swap, packed, automatic) == 1);
-  CHECK(weight_reads(normal, packed, automatic) == 2);
+  using W = specjit_kernels::MoeWeightReads;
+  CHECK(weight_reads(swap, packed, automatic) == W::packed_bulk);
+  CHECK(weight_reads(normal, packed, automatic) == W::packed_map);
   GemmTile swap_f16 = swap;
   swap_f16.f16_tokens = true;
-  CHECK(weight_reads(swap_f16, packed, automatic) == 2);
-  CHECK(weight_reads(swap, row_major, bulk) == 0); // row-major weights: always the rank-3 map
+  CHECK(weight_reads(swap_f16, packed, automatic) == W::packed_map);
+  // Row-major weights: always the rank-3 map.
+  CHECK(weight_reads(swap, row_major, bulk) == W::row_major_map);
   // The tile's own choice (a table's), and the call's over it.
   GemmTile swap_map = swap, normal_bulk = normal;
   swap_map.packed_reads = map;
   normal_bulk.packed_reads = bulk;
-  CHECK(weight_reads(swap_map, packed, automatic) == 2);
-  CHECK(weight_reads(normal_bulk, packed, automatic) == 1);
-  CHECK(weight_reads(swap_map, packed, bulk) == 1);
-  CHECK(weight_reads(swap_map, row_major, automatic) == 0);
+  CHECK(weight_reads(swap_map, packed, automatic) == W::packed_map);
+  CHECK(weight_reads(normal_bulk, packed, automatic) == W::packed_bulk);
+  CHECK(weight_reads(swap_map, packed, bulk) == W::packed_bulk);
+  CHECK(weight_reads(swap_map, row_major, automatic) == W::row_major_map);
   CHECK(swap_map.describe() == "wgmma-swap n128 g1 s4 map");
   CHECK(normal_bulk.describe() == "wgmma n128 g1 s4 bulk");
   // The variants: template value weights (after tiles) follows the tile's reads.
@@ -184,7 +187,7 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   entry.buckets.push_back({16, MoeTileConfig{8, swap_map, GemmTile::wgmma_tile(64, 4, true, 1)}});
   MoeConfigTable table;
   table.entries.push_back(entry);
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.table = &table;
   auto requests = fused_moe_variants(shape, options, sm90a, {4}, packed);
   REQUIRE(static_cast<bool>(requests));
@@ -192,7 +195,9 @@ TEST_CASE("packed weights are read as the call says, else as the table's tile sa
   for (const VariantRequest& r : *requests)
     if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma2_fp8") {
       ++gemms;
-      CHECK(r.values[9] == (r.def.id == "moe_wgmma1_fp8" ? 2 : 1));
+      REQUIRE(r.def.params[10].name == "weights");
+      CHECK(r.values[10] ==
+            static_cast<int64_t>(r.def.id == "moe_wgmma1_fp8" ? W::packed_map : W::packed_bulk));
     }
   CHECK(gemms == 2);
   // JSON: "reads" written where a tile names it, read back the same.

@@ -1,5 +1,5 @@
-// The built-in MoE table (runtime/ops/moe_builtin_table.h): the tuner's table as built, and
-// fused_moe's default unless the caller names another table or none.
+// The built-in MoE table (runtime/ops/moe_builtin_table.h): the tuner's table as built, fused_moe's
+// default unless the caller names another table or none, for sm_90a devices named "NVIDIA H200".
 #include "runtime/ops/moe_builtin_table.h"
 
 #include "runtime/ops/fused_moe.h"
@@ -7,6 +7,7 @@
 #include "test_support.h"
 
 #include <doctest/doctest.h>
+#include <llvm/Support/FormatVariadic.h>
 
 #include <set>
 
@@ -16,6 +17,9 @@ using namespace specjit::ops;
 namespace {
 
 const Arch k_sm90a{9, 0, true};
+const runtime::DeviceFacts k_h200 = runtime::DeviceFacts::for_target(k_sm90a, "NVIDIA H200");
+const std::string k_table_path =
+    std::string(SPECJIT_SOURCE_DIR) + "/runtime/ops/tables/moe-configs-h200.json";
 
 const MoeShape k_reference_shapes[] = {{128, 8, 2048, 768, MoeDType::fp8},
                                        {8, 2, 4096, 14336, MoeDType::fp8},
@@ -25,7 +29,7 @@ std::set<std::pair<std::string, std::vector<int64_t>>> variants(const MoeShape& 
                                                                 const FusedMoeOptions& options,
                                                                 int64_t tokens,
                                                                 MoeWeightLayout weights) {
-  auto requests = fused_moe_variants(shape, options, k_sm90a, {tokens}, weights);
+  auto requests = fused_moe_variants(shape, options, k_h200, {tokens}, weights);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
   std::set<std::pair<std::string, std::vector<int64_t>>> out;
   for (const runtime::VariantRequest& r : *requests)
@@ -35,9 +39,8 @@ std::set<std::pair<std::string, std::vector<int64_t>>> variants(const MoeShape& 
 
 } // namespace
 
-TEST_CASE("the built-in MoE table is docs/moe-configs-h200.json, byte for byte") {
-  const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json";
-  CHECK(builtin_moe_config_table_json() == llvm::StringRef(test::read_file(path)));
+TEST_CASE("the built-in MoE table is runtime/ops/tables/moe-configs-h200.json, byte for byte") {
+  CHECK(builtin_moe_config_table_json() == llvm::StringRef(test::read_file(k_table_path)));
   auto parsed = parse_moe_config_table(builtin_moe_config_table_json());
   REQUIRE_MESSAGE(static_cast<bool>(parsed), llvm::toString(parsed.takeError()));
   const MoeConfigTable& table = builtin_moe_config_table();
@@ -46,12 +49,13 @@ TEST_CASE("the built-in MoE table is docs/moe-configs-h200.json, byte for byte")
   // configuration the kernels can run (resolve_moe_config checks it).
   for (const MoeShape& shape : k_reference_shapes)
     for (MoeWeightLayout weights : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
-      const MoeConfigEntry* entry = table.find(shape, k_sm90a, weights);
+      const MoeConfigEntry* entry = table.find(shape, k_h200, weights);
       REQUIRE(entry != nullptr);
       CHECK(entry->weights == weights);
+      CHECK(entry->device == "NVIDIA H200");
       CHECK(entry->buckets.back().max_tokens == 4096);
       for (const MoeConfigBucket& bucket : entry->buckets) {
-        auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_sm90a, &table, weights);
+        auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_h200, &table, weights);
         REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));
         CHECK(resolved->config == bucket.config);
       }
@@ -63,8 +67,7 @@ TEST_CASE("fused_moe runs the built-in table unless told otherwise") {
   CHECK(options.table == &builtin_moe_config_table());
   // A table read from the file gives the same variants as the default options, at every bucket
   // of every reference shape and layout.
-  auto file_table = parse_moe_config_table(
-      test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json"));
+  auto file_table = parse_moe_config_table(test::read_file(k_table_path));
   REQUIRE(static_cast<bool>(file_table));
   FusedMoeOptions from_file;
   from_file.table = &*file_table;
@@ -84,20 +87,45 @@ TEST_CASE("fused_moe runs the built-in table unless told otherwise") {
   CHECK(differ_from_rule > 21);
 }
 
-TEST_CASE("shapes and archs the built-in table lacks take the default rule") {
+TEST_CASE("shapes, archs and devices the built-in table lacks take the default rule") {
   const MoeConfigTable& table = builtin_moe_config_table();
   const MoeShape other{64, 8, 2048, 768, MoeDType::fp8};
   const MoeShape qwen3 = k_reference_shapes[0];
-  for (const auto& [shape, arch] : {std::pair{other, k_sm90a}, std::pair{qwen3, Arch{8, 0, false}},
-                                    std::pair{qwen3, Arch{9, 0, false}}}) {
-    CHECK(table.find(shape, arch) == nullptr);
+  using runtime::DeviceFacts;
+  // Another shape; other archs; sm_90a devices of another name, or of none (a precompile that
+  // names no device).
+  for (const auto& [shape, target] :
+       {std::pair{other, k_h200}, std::pair{qwen3, DeviceFacts::for_target(Arch{8, 0, false})},
+        std::pair{qwen3, DeviceFacts::for_target(Arch{9, 0, false}, "NVIDIA H200")},
+        std::pair{qwen3, DeviceFacts::for_target(k_sm90a, "NVIDIA H100 80GB HBM3")},
+        std::pair{qwen3, DeviceFacts::for_target(k_sm90a)}}) {
+    CHECK(table.find(shape, target) == nullptr);
     for (int64_t tokens : {1, 64, 4096}) {
-      auto builtin = resolve_moe_config(shape, tokens, arch, &table);
-      auto rule = resolve_moe_config(shape, tokens, arch, nullptr);
+      auto builtin = resolve_moe_config(shape, tokens, target, &table);
+      auto rule = resolve_moe_config(shape, tokens, target, nullptr);
       REQUIRE(static_cast<bool>(builtin));
       REQUIRE(static_cast<bool>(rule));
       CHECK(builtin->config == rule->config);
       CHECK(builtin->bounds == default_moe_buckets());
     }
   }
+}
+
+TEST_CASE("a table's entry for a device comes before an entry for any device of the arch") {
+  const MoeShape qwen3 = k_reference_shapes[0];
+  MoeConfigEntry any{qwen3, k_sm90a, {{16, default_moe_config(qwen3, 16, k_sm90a)}}};
+  MoeConfigEntry h200 = any;
+  h200.device = "NVIDIA H200";
+  h200.buckets = {{4, default_moe_config(qwen3, 4, k_sm90a)}};
+  MoeConfigTable table;
+  table.entries = {any, h200};
+  CHECK(table.find(qwen3, k_h200)->device == "NVIDIA H200");
+  CHECK(table.find(qwen3, runtime::DeviceFacts::for_target(k_sm90a, "NVIDIA H100 PCIe"))
+            ->device.empty());
+  CHECK(table.find(qwen3, k_sm90a)->device.empty()); // no device named
+  // Written and read back with its device.
+  auto parsed = parse_moe_config_table(llvm::formatv("{0}", moe_config_table_to_json(table)).str());
+  REQUIRE(static_cast<bool>(parsed));
+  CHECK(parsed->entries[1].device == "NVIDIA H200");
+  CHECK(parsed->entries[0].device.empty());
 }

@@ -6,6 +6,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "runtime/ops/moe_config.h"
 #include "runtime/ops/moe_detail.h"
 
@@ -294,7 +295,7 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   CHECK(refused(bf16, {64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(64, 4, true, 1)})
             .find("f16_tokens is for FP8 GEMM1") != std::string::npos);
   // The hand-off counts every warpgroup's epilogue warps: they own different columns.
-  FusedMoeOptions always;
+  TunedMoeOptions always;
   always.handoff = MoeHandoff::always;
   CHECK(moe_detail::handoff_target(qwen, 1024, c, always, 100) == 6 * 8);
   // JSON keeps the flag (absent when false); a non-boolean is named.
@@ -307,7 +308,7 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   // The copy kernel is among the call's variants. Its order follows top_k: Qwen3 (top 8) in token
   // order (GEMM1's template value swap_ab 2, the copy's sorted 0), Mixtral (top 2) in the sorted
   // order (3 and 1).
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = c;
   for (const auto& [shape, swap_ab] : {std::pair{qwen, 2}, std::pair{mixtral, 3}}) {
     CHECK(moe_detail::f16_tokens_sorted(shape) == (swap_ab == 3));
@@ -389,7 +390,7 @@ TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named"
 }
 
 TEST_CASE("the H200 table's packed entries compile clean, as variants of their own") {
-  const MoeConfigTable* table = &builtin_moe_config_table(); // docs/moe-configs-h200.json
+  const MoeConfigTable* table = &builtin_moe_config_table(); // runtime/ops/tables/moe-configs-h200.json
   TempDir dir;
   Engine engine(test::config_in(dir));
   int packed_buckets = 0;

@@ -6,6 +6,7 @@
 #include "test_support.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <map>
 #include <set>
@@ -64,9 +65,10 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   std::set<int> block_ms;
   for (int64_t bucket : ops::default_moe_buckets()) {
     ops::MoeTileConfig c = ops::default_moe_config(shape, bucket);
+    // The orientation, the schedule and the weights' reads (row-major) by their values.
     expected.insert({768, 2048, c.gemm1.swap_ab ? 1 : 0, c.block_m, c.gemm1.block_n,
-                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k, c.gemm1.tiles,
-                     0}); // weights 0: row-major
+                     c.gemm1.warpgroups, c.gemm1.stages, c.gemm1.split_k,
+                     static_cast<int64_t>(c.gemm1.schedule), c.gemm1.tiles, 0});
     block_ms.insert(c.block_m);
   }
   CHECK(gemm1_configs == expected);
@@ -135,32 +137,34 @@ TEST_CASE("moe models report bad fields with their line") {
             .find("top_k") != std::string::npos);
 }
 
-TEST_CASE("a moe model with a config_table derives the tuned table's variants") {
-  // The example manifest names docs/moe-configs-h200.json relative to its own folder.
+TEST_CASE("a moe model for the H200 derives the tuned table's variants, named or built in") {
+  // The example manifest names the device; its table is the built-in one.
   const std::string path =
       std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/qwen3-30b-a3b.json";
-  auto requests = parse_manifest(test::read_file(path), path);
+  const std::string example = test::read_file(path);
+  REQUIRE(example.find(R"("device": "NVIDIA H200")") != std::string::npos);
+  auto requests = parse_manifest(example, path);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
-  auto table = ops::parse_moe_config_table(
-      test::read_file(std::string(SPECJIT_SOURCE_DIR) + "/docs/moe-configs-h200.json"));
+  const std::string table_path =
+      std::string(SPECJIT_SOURCE_DIR) + "/runtime/ops/tables/moe-configs-h200.json";
+  auto table = ops::parse_moe_config_table(test::read_file(table_path));
   REQUIRE(static_cast<bool>(table));
   const ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
-  const ops::MoeConfigEntry* entry = table->find(shape, Arch{9, 0, true});
+  const ops::MoeConfigEntry* entry = table->find(shape, Arch{9, 0, true}, "NVIDIA H200");
   REQUIRE(entry != nullptr);
   // Every bucket's GEMM1 configuration is among the derived variants, and nothing else is.
   std::set<std::vector<int64_t>> expected, derived;
   for (const ops::MoeConfigBucket& bucket : entry->buckets) {
     const ops::GemmTile& t = bucket.config.gemm1;
     if (t.kernel == ops::MoeGemmKernel::wgmma)
+      // Orientation: swap-AB on f16 tokens in token order (Qwen3's top 8), swap-AB, normal.
       expected.insert({768, 2048,
                        t.f16_tokens ? 2
                        : t.swap_ab  ? 1
                                     : 0,
                        bucket.config.block_m, t.block_n, t.warpgroups, t.stages, t.split_k,
-                       t.stream_k()  ? 0
-                       : t.dynamic() ? 1024
-                                     : t.tiles, // the schedules' encoding
-                       0});                     // weights: row-major
+                       static_cast<int64_t>(t.schedule), t.persistent() ? 1 : t.tiles,
+                       0}); // weights: row-major
     else
       expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
                        t.stages});
@@ -175,22 +179,27 @@ TEST_CASE("a moe model with a config_table derives the tuned table's variants") 
   }
   CHECK(derived == expected);
   CHECK(copy == f16_tokens);
-  // Without config_table the model derives the built-in table's variants: the same table, built in.
-  std::string text = test::read_file(path);
-  const std::string named = R"("config_table": "../../moe-configs-h200.json")";
-  const size_t at = text.find(named);
-  REQUIRE(at != std::string::npos);
-  const size_t comma = text.rfind(',', at); // the field's separator before it
-  text.erase(comma, at + named.size() - comma);
-  auto builtin = parse_manifest(text, path);
-  REQUIRE_MESSAGE(static_cast<bool>(builtin), llvm::toString(builtin.takeError()));
   auto ids = [](const std::vector<VariantRequest>& list) {
     std::set<std::pair<std::string, std::vector<int64_t>>> out;
     for (const VariantRequest& r : list)
       out.insert({r.def.id, r.values});
     return out;
   };
-  CHECK(ids(*builtin) == ids(*requests));
+  // The same table named by config_table derives the same variants.
+  const std::string device = R"("device": "NVIDIA H200")";
+  std::string named = example;
+  named.insert(named.find(device) + device.size(),
+               fmt::format(R"(, "config_table": "{}")", table_path));
+  auto from_file = parse_manifest(named, path);
+  REQUIRE_MESSAGE(static_cast<bool>(from_file), llvm::toString(from_file.takeError()));
+  CHECK(ids(*from_file) == ids(*requests));
+  // Without the device the H200's entries serve nothing: the default rule's variants.
+  std::string unnamed = example;
+  unnamed.erase(unnamed.rfind(',', unnamed.find(device)),
+                unnamed.find(device) + device.size() - unnamed.rfind(',', unnamed.find(device)));
+  auto rule = parse_manifest(unnamed, path);
+  REQUIRE_MESSAGE(static_cast<bool>(rule), llvm::toString(rule.takeError()));
+  CHECK(ids(*rule) != ids(*requests));
 }
 
 TEST_CASE("a moe model's config_table must be a readable, valid table") {

@@ -17,7 +17,7 @@ using namespace ops;
 
 int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const MoeTileConfig& config,
                                  MoeWeightLayout layout) {
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = config;
   auto requests = fused_moe_variants(shape, options, Arch{9, 0, true}, {1}, layout);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
@@ -37,16 +37,23 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const Mo
     const GemmTile& tile = (*variant)->name_expression.find("moe_wgmma1") != std::string::npos
                                ? config.gemm1
                                : config.gemm2;
-    // The template values tiles (stream-K 0, dynamic 1024) and weights (row-major 0, packed: bulk
-    // copies 1, the rank-4 map 2, as the tile names it or by the rule: weight_reads, whose choices
-    // fused_moe_packed_test pins), then num_tokens.
-    const int weights = moe_detail::weight_reads(tile, layout, MoePackedReads::automatic);
-    const std::string tail = fmt::format(", {}, 0LL>", weights);
+    // The schedule, the tiles and the weights' reads (row-major: the rank-3 map; packed: bulk
+    // copies or the rank-4 map, as the tile names it or by the rule: weight_reads, whose choices
+    // fused_moe_packed_test pins) are spelled by name, then num_tokens.
+    static const char* const reads[] = {"row_major_map", "packed_bulk", "packed_map"};
+    const auto weights = moe_detail::weight_reads(tile, layout, MoePackedReads::automatic);
+    const std::string tail = fmt::format(", specjit_kernels::MoeWeightReads::{}, 0LL>",
+                                         reads[static_cast<int>(weights)]);
     CHECK((*variant)->name_expression.find(tail) != std::string::npos);
     if (tile.stream_k())
-      CHECK((*variant)->name_expression.find(", 0" + tail) != std::string::npos);
+      CHECK((*variant)->name_expression.find("specjit_kernels::MoeSchedule::stream_k, 1" + tail) !=
+            std::string::npos);
     if (tile.dynamic())
-      CHECK((*variant)->name_expression.find(", 1024" + tail) != std::string::npos);
+      CHECK((*variant)->name_expression.find("specjit_kernels::MoeSchedule::dynamic, 1" + tail) !=
+            std::string::npos);
+    // The log shows the variant's choices by name too.
+    CHECK((*variant)->variant.getString("weights") ==
+          llvm::StringRef(reads[static_cast<int>(weights)]));
   }
   return wgmma_variants;
 }

@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <set>
+
 using namespace specjit::test;
 
 TEST_CASE("a second precompile of the same manifest compiles nothing") {
@@ -24,12 +26,48 @@ TEST_CASE("a second precompile of the same manifest compiles nothing") {
   CHECK(text.out.find("0 compiled, 3 reused, 0 failed") != std::string::npos);
 }
 
-TEST_CASE("precompile without a manifest prepares the built-in default variants") {
+namespace {
+// The kernels of the entries in the CLI's cache root, each once.
+std::set<std::string> cached_kernels(Cli& cli) {
+  std::set<std::string> kernels;
+  llvm::json::Object listing = cli.json({"ls"});
+  for (const llvm::json::Value& entry : *listing.getArray("entries"))
+    kernels.insert(entry.getAsObject()->getString("kernel")->str());
+  return kernels;
+}
+} // namespace
+
+TEST_CASE("precompile without a manifest prepares every reference model's ops, no test kernel") {
   Cli cli;
   llvm::json::Object result = cli.json({"precompile"});
-  CHECK(field(result, "variants") >= 1);
+  CHECK(field(result, "variants") > 40);
   CHECK(field(result, "failed") == 0);
   CHECK(field(result, "compiled") == field(result, "variants"));
+  const std::set<std::string> kernels = cached_kernels(cli);
+  for (const char* kernel : {"inv_rope_fp8_quant", "moe_route", "moe_align", "moe_wgmma1_fp8",
+                             "moe_wgmma2_fp8", "moe_wgmma1_bf16", "moe_wgmma2_bf16", "moe_reduce"})
+    CHECK_MESSAGE(kernels.count(kernel) == 1, kernel);
+  CHECK(kernels.count("scale_tokens") == 0);
+  // The default manifest names the H200: its tuned entries apply, and nothing warns.
+  ProcessResult again = cli.run({"precompile"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.err.find("default rule decides") == std::string::npos);
+}
+
+TEST_CASE("precompile --model prepares one reference model; an unknown name lists them") {
+  Cli cli;
+  llvm::json::Object attention = cli.json({"precompile", "--model", "deepseek-v4-attention"});
+  CHECK(field(attention, "variants") == 2); // the two layouts; num_tokens is dynamic
+  CHECK(cached_kernels(cli) == std::set<std::string>{"inv_rope_fp8_quant"});
+  llvm::json::Object both =
+      cli.json({"precompile", "--model", "deepseek-v3-tp8", "--model", "deepseek-v4-attention"});
+  CHECK(field(both, "reused") == 2);
+  CHECK(field(both, "failed") == 0);
+  ProcessResult unknown = cli.run({"precompile", "--model", "llama-3-70b"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no reference model 'llama-3-70b'; the models are qwen3-30b-a3b, "
+                         "mixtral-8x7b, deepseek-v3-tp8, deepseek-v4-attention") !=
+        std::string::npos);
 }
 
 TEST_CASE("precompile with several --arch flags compiles each variant for each architecture") {
@@ -63,6 +101,26 @@ TEST_CASE("--from-log of a run's log reproduces exactly its variants in a fresh 
   CHECK(field(replay, "compiled") == 3);
   CHECK(cli.keys(fresh) == cli.keys(cli.cache()));
   CHECK(cli.keys(fresh).size() == 3);
+}
+
+TEST_CASE("--from-log replays wgmma GEMM variants whose choices the log names") {
+  Cli cli;
+  // Qwen3's FP8 layer at T = 1: swap-AB wgmma GEMMs, logged with their orientation, schedule and
+  // weights' reads by name.
+  std::string manifest = cli.write("m.json", R"({"models": [{"type": "moe", "experts": 128,
+      "top_k": 8, "hidden": 2048, "intermediate": 768, "dtype": "fp8", "num_tokens": [1]}]})");
+  REQUIRE(cli.run({"precompile", "--manifest", manifest}).exit_code == 0);
+  const std::string log = read_file(cli.log());
+  CHECK(log.find("\"orientation\":\"swap_ab\"") != std::string::npos);
+  CHECK(log.find("\"weights\":\"row_major_map\"") != std::string::npos);
+  std::string fresh = cli.path("fresh");
+  llvm::json::Object replay =
+      cli.json({"precompile", "--from-log", cli.log(), "--cache-dir", fresh}, 0,
+               {"SPECJIT_LOG=" + cli.path("replay.jsonl")});
+  CHECK(field(replay, "skipped_events") == 0);
+  CHECK(field(replay, "failed") == 0);
+  CHECK(field(replay, "compiled") == field(replay, "variants"));
+  CHECK(cli.keys(fresh) == cli.keys(cli.cache()));
 }
 
 TEST_CASE("a malformed manifest names file, line and field, exits 2 and changes nothing") {

@@ -3,6 +3,8 @@
 // and a candidate set covers both orientations where the crossover is measured.
 #include "moe_candidates.h"
 
+#include "runtime/ops/moe_tuning.h"
+
 #include "engine_fixture.h"
 #include "support/error.h"
 
@@ -152,9 +154,10 @@ TEST_CASE("the tuner times only tiles that compile without spills or wgmma diagn
       CHECK(*packed_clean);
     }
   }
-  // ... part 1's 32-wide FP8 GEMM1 tile on two warps spills 8 bytes (ptxas), so the tuner
-  // skips it, while its GEMM2 twin is clean: each GEMM is judged by its own kernel.
-  const MoeTileConfig mma{16, {32, 1, 2, 6}, {32, 1, 2, 6}};
+  // ... an FP8 GEMM1 tile 128 rows wide on one warp spills (ptxas: 24 bytes), so the tuner
+  // skips it, while the configuration's narrower GEMM2 tile is clean: each GEMM is judged by
+  // its own kernel.
+  const MoeTileConfig mma{32, {128, 1, 1, 4}, {64, 1, 1, 4}};
   auto gemm1 = bench::moe_gemm_compiles_clean(engine, qwen, mma, 1, 16, row_major, automatic);
   REQUIRE_MESSAGE(static_cast<bool>(gemm1), llvm::toString(gemm1.takeError()));
   CHECK_FALSE(*gemm1);
@@ -181,7 +184,7 @@ TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
   REQUIRE(bench::moe_read_forms(mma).size() == 1);
   CHECK(bench::moe_read_forms(mma)[0] == mma);
   // A configuration's forms: both GEMMs bulk, then both through the map; an mma.sync GEMM as it
-  // is in both. Every form compiles into the variants the tune then times (weights 1 and 2).
+  // is in both. Every form compiles into the variants the tune then times.
   const MoeShape qwen = k_shapes[0];
   const auto configs = bench::moe_read_forms(MoeTileConfig{8, swap, mma});
   REQUIRE(configs.size() == 2);
@@ -193,7 +196,7 @@ TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
   int form = 0;
   for (const MoeTileConfig& c : bench::moe_read_forms(wgmma_pair)) {
     ++form;
-    FusedMoeOptions options;
+    TunedMoeOptions options;
     options.config = c;
     auto requests =
         fused_moe_variants(qwen, options, Arch{9, 0, true}, {16}, MoeWeightLayout::packed);
@@ -202,7 +205,9 @@ TEST_CASE("a tune on packed weights times each wgmma tile in both read forms") {
     for (const runtime::VariantRequest& r : *requests)
       if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma2_fp8") {
         ++gemms;
-        CHECK(r.values[9] == form); // the template value weights: 1 bulk, 2 map
+        // The template value weights: packed_bulk (1), then packed_map (2).
+        REQUIRE(r.def.params[10].name == "weights");
+        CHECK(r.values[10] == form);
       }
     CHECK(gemms == 2);
   }

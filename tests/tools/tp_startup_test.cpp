@@ -69,9 +69,10 @@ TEST_CASE("tp-startup --prepare-only: 4 ranks compile each key once between them
     CHECK(rank.getNumber("ready_start_ms").getValueOr(-1) >= setup);
   }
   CHECK(waits >= 1); // released at once, the ranks met at the first key's lock
-  // T = 2..4 in the trace is the MoE table's next bucket: its variants compiled once, by the
-  // rank that got there first.
-  CHECK(warmup_keys < keys);
+  // On an H200, T = 2..4 in the trace is the built-in table's next bucket: its variants compiled
+  // once, by the rank that got there first. Elsewhere the default rule's first bucket holds
+  // T = 1..4, and the trace compiles nothing new.
+  CHECK(warmup_keys <= keys);
   CHECK(trace_compiles == keys - warmup_keys);
 
   REQUIRE(warm.getArray("ranks")->size() == 4);

@@ -113,5 +113,6 @@ int run_moe_bench(int argc, char** argv);
 int run_remote_bench(int argc, char** argv);
 int run_capi_bench(int argc, char** argv);
 int run_byok_bench(int argc, char** argv);
+int run_digest(int argc, char** argv);
 
 } // namespace specjit::bench

@@ -8,6 +8,7 @@
 //   specjit-bench tp-startup        N tensor-parallel ranks starting at once on one cache
 //   specjit-bench capi              what the C ABI adds to a launch, against cuLaunchKernel
 //   specjit-bench byok              a CuTe kernel from source: compile and disk-ready time (no GPU)
+//   specjit-bench digest            digests of the built-in ops' outputs on seeded random data
 #include "bench_common.h"
 #include "moe_routing.h"
 #include "tp_startup.h"
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   using namespace specjit::bench;
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
     llvm::errs() << "usage: specjit-bench engine|recompile-trace|inv-rope|moe|moe-routing|"
-                    "remote|tp-startup|capi|byok [flags]\n"
+                    "remote|tp-startup|capi|byok|digest [flags]\n"
                     "  each mode takes --help\n";
     return argc < 2 ? 2 : 0;
   }
@@ -43,8 +44,10 @@ int main(int argc, char** argv) {
     return run_capi_bench(argc, argv);
   if (mode == "byok")
     return run_byok_bench(argc, argv);
+  if (mode == "digest")
+    return run_digest(argc, argv);
   llvm::errs() << "specjit-bench: unknown mode '" << mode
                << "'; expected engine, recompile-trace, inv-rope, moe, moe-routing, remote, "
-                  "tp-startup, capi or byok\n";
+                  "tp-startup, capi, byok or digest\n";
   return 2;
 }

@@ -7,9 +7,10 @@
 // 50 MB L2 the previous one filled (the floor is an HBM floor). Each run first measures the
 // machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
-//            table (runtime/ops/moe_config.h) to --table-out (default docs/moe-configs-h200.json;
-//            after each shape, so a run cut short keeps the shapes it finished) and the swap-AB
-//            vs normal crossover (best of each orientation per T) to
+//            table (runtime/ops/moe_config.h) to --table-out (default
+//            runtime/ops/tables/moe-configs-h200.json; after each shape, so a run cut short keeps
+//            the shapes it finished) and the swap-AB vs normal crossover (best of each orientation
+//            per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
 //   --table  runs a tuned table file instead of the built-in one (runtime/ops/moe_builtin_table.h);
 //            --no-table: the default rule
@@ -77,15 +78,15 @@ void MoeBench::prepare(const MoeShape& s) {
 }
 
 void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, int64_t tokens,
-                       const FusedMoeOptions& options, const MoeTileConfig& chosen,
+                       const TunedMoeOptions& options, const MoeTileConfig& chosen,
                        const PeerFigures* peer, size_t index) {
   const double layer_us = time_us(engine, drv, s, b, tokens, options, stream);
-  FusedMoeOptions gemms = options;
+  TunedMoeOptions gemms = options;
   gemms.stages = moe_stage_gemm1 | moe_stage_gemm2;
   const double gemm_us = time_us(engine, drv, s, b, tokens, gemms, stream);
   // The same layer with GEMM2 in plain stream order (no programmatic launch), for the
   // launch-gap comparison.
-  FusedMoeOptions plain = options;
+  TunedMoeOptions plain = options;
   plain.programmatic_launch = false;
   const double layer_plain_us = time_us(engine, drv, s, b, tokens, plain, stream);
   plain.stages = moe_stage_gemm1 | moe_stage_gemm2;
@@ -153,8 +154,8 @@ void MoeBench::measure(const Model& model, const MoeShape& s, const Buffers& b, 
 }
 
 llvm::json::Object MoeBench::measure_routings(const MoeShape& s, const Buffers& b, int64_t tokens,
-                                              const FusedMoeOptions& gemms) {
-  FusedMoeOptions layer = gemms;
+                                              const TunedMoeOptions& gemms) {
+  TunedMoeOptions layer = gemms;
   layer.stages = moe_stage_all;
   std::vector<double> us;
   std::vector<int64_t> distinct;
@@ -203,21 +204,22 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
   max_tokens = setup.max_tokens;
   if (packed)
     pack_weights(engine, drv, s, *setup.buffers);
-  // --packed tunes the shape's packed entry, which starts from the row-major one if it has none.
-  MoeConfigEntry entry{s, engine.arch(), {}, weights()};
-  if (const MoeConfigEntry* base = table ? table->find(s, engine.arch(), weights()) : nullptr)
+  // --packed tunes the shape's packed entry, which starts from the row-major one if it has none;
+  // the entry is this device's.
+  const runtime::DeviceFacts& device = engine.device_facts();
+  MoeConfigEntry entry{s, device.arch, {}, weights(), device.name};
+  if (const MoeConfigEntry* base = table ? table->find(s, device, weights()) : nullptr)
     entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
   prepare(s);
   for (size_t i = 0; i < std::size(k_tokens); ++i) {
     const int64_t tokens = k_tokens[i];
     if (!selected(tokens))
       continue;
-    FusedMoeOptions options;
+    TunedMoeOptions options;
     options.table = table;
     set_choices(options);
     MoeTileConfig chosen =
-        must(resolve_moe_config(s, tokens, engine.arch(), options.table, weights()), "config")
-            .config;
+        must(resolve_moe_config(s, tokens, device, options.table, weights()), "config").config;
     if (tune) {
       chosen = tune_bucket(model, s, *setup.buffers, tokens, chosen);
       auto at = std::find_if(entry.buckets.begin(), entry.buckets.end(),
@@ -235,7 +237,8 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
     return;
   auto same =
       std::find_if(tuned.entries.begin(), tuned.entries.end(), [&](const MoeConfigEntry& e) {
-        return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights;
+        return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights &&
+               e.device == entry.device;
       });
   if (same != tuned.entries.end())
     *same = std::move(entry);
@@ -286,7 +289,8 @@ int run_moe_bench(int argc, char** argv) {
            "                         [--routings N] [--tune-routings R]\n"
            "                         [--packed [--packed-reads automatic|bulk|map]]\n"
            "  --table    the tuned table to run and to start --tune from (default: the built-in\n"
-           "             one, docs/moe-configs-h200.json as built); --no-table: the default rule\n"
+           "             one, runtime/ops/tables/moe-configs-h200.json as built); --no-table: the "
+           "default rule\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune,\n"
            "             the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
@@ -377,7 +381,7 @@ int run_moe_bench(int argc, char** argv) {
                  static_cast<int>(routings),
                  static_cast<int>(tune_routings)};
   bench.packed = flags.has("--packed");
-  bench.table_out = flags.get("--table-out", "docs/moe-configs-h200.json");
+  bench.table_out = flags.get("--table-out", "runtime/ops/tables/moe-configs-h200.json");
   bench.packed_reads = packed_reads;
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "

@@ -11,6 +11,7 @@
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 
 #include <llvm/Support/JSON.h>
 
@@ -45,7 +46,7 @@ struct MoeBench {
   std::string table_out = {}; // --tune: where the tuned table goes (--table-out)
 
   // The flags' choices for every fused_moe call of the run.
-  void set_choices(ops::FusedMoeOptions& o) const {
+  void set_choices(ops::TunedMoeOptions& o) const {
     o.handoff = handoff;
     o.launch_order = launch_order;
     o.packed_reads = packed_reads;
@@ -103,7 +104,7 @@ struct MoeBench {
   // layer's output against the CPU reference (check_layer); prints the row and records it.
   // peer: vLLM's figures (nullptr: none), at k_tokens[index]; each set against the same routing.
   void measure(const Model& model, const ops::MoeShape& s, const Buffers& b, int64_t tokens,
-               const ops::FusedMoeOptions& options, const ops::MoeTileConfig& chosen,
+               const ops::TunedMoeOptions& options, const ops::MoeTileConfig& chosen,
                const PeerFigures* peer, size_t index);
 
   // The weight-streaming floor of `distinct` experts (a mean over routings too: the floor is
@@ -119,7 +120,7 @@ struct MoeBench {
   // the row; returns their mean, spread and mean floor. The fixed routing's logits are put back
   // afterwards, so every other row stays on them.
   llvm::json::Object measure_routings(const ops::MoeShape& s, const Buffers& b, int64_t tokens,
-                                      const ops::FusedMoeOptions& gemms);
+                                      const ops::TunedMoeOptions& gemms);
 
   // The line of measure_routings' result `r`, against the peer's mean (0: none).
   void print_routings(int64_t tokens, const llvm::json::Object& r, double peer_mean);

@@ -2,6 +2,7 @@
 #include "moe_candidates.h"
 
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -210,7 +211,7 @@ void moe_tune_pairs(int block_m, const std::vector<GemmTile>& gemm1_ranked,
 llvm::Expected<bool> moe_gemm_compiles_clean(runtime::Engine& engine, const MoeShape& s,
                                              const MoeTileConfig& config, int gemm, int64_t tokens,
                                              MoeWeightLayout layout, MoePackedReads reads) {
-  FusedMoeOptions options;
+  TunedMoeOptions options;
   options.config = config;
   options.packed_reads = reads;
   auto variants = prepare_fused_moe(engine, s, options, {tokens}, layout);

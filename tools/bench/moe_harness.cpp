@@ -87,7 +87,7 @@ void pack_weights(runtime::Engine& engine, const runtime::Driver& drv, const Moe
 // Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy
 // i % k_weight_copies.
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
-               const Buffers& b, int64_t tokens, const FusedMoeOptions& options, CUstream stream) {
+               const Buffers& b, int64_t tokens, const TunedMoeOptions& options, CUstream stream) {
   const FusedMoeTensors t = tensors(b, s, tokens);
   must(fused_moe(engine, s, t, options, stream), "warm-up");
   StreamTimer timer(drv, stream);
@@ -117,7 +117,7 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
 }
 
 double host_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
-               const Buffers& b, int64_t tokens, const FusedMoeOptions& options, CUstream stream) {
+               const Buffers& b, int64_t tokens, const TunedMoeOptions& options, CUstream stream) {
   for (int c = 0; c < k_weight_copies; ++c)
     must(fused_moe(engine, s, tensors(b, s, tokens, c), options, stream), "warm-up");
   std::vector<double> samples;
@@ -188,9 +188,9 @@ double relative_error(const std::vector<float>& got, const std::vector<float>& w
 } // namespace
 
 void check_layer(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
-                 const Buffers& b, int64_t tokens, const FusedMoeOptions& options,
+                 const Buffers& b, int64_t tokens, const TunedMoeOptions& options,
                  CUstream stream) {
-  FusedMoeOptions layer = options;
+  TunedMoeOptions layer = options;
   layer.stages = moe_stage_all;
   must(fused_moe(engine, s, tensors(b, s, tokens), layer, stream), "check");
   must(drv.check(drv.cuStreamSynchronize(stream), "cuStreamSynchronize"), "check");
@@ -251,7 +251,7 @@ void precompile(runtime::Engine& engine, const MoeShape& s,
                 MoePackedReads reads) {
   std::vector<runtime::VariantRequest> requests;
   for (const auto& [tokens, config] : work) {
-    FusedMoeOptions options;
+    TunedMoeOptions options;
     options.config = config;
     options.packed_reads = reads;
     auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}, layout), "variants");

@@ -9,6 +9,7 @@
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/ops/fused_moe.h"
+#include "runtime/ops/moe_tuning.h"
 
 #include <memory>
 #include <utility>
@@ -63,7 +64,7 @@ ops::FusedMoeTensors tensors(const Buffers& b, const ops::MoeShape& s, int64_t t
 // Median µs of one fused_moe call with `options`, from CUDA-graph replays of many calls that
 // rotate over the weight copies.
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
-               const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+               const Buffers& b, int64_t tokens, const ops::TunedMoeOptions& options,
                CUstream stream);
 
 // Median µs the host spends in one eager fused_moe call with `options` (its checks, the
@@ -71,7 +72,7 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::M
 // that a full launch queue never holds it; the calls rotate over the weight copies, as a model's
 // layers bring different weights.
 double host_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
-               const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+               const Buffers& b, int64_t tokens, const ops::TunedMoeOptions& options,
                CUstream stream);
 
 // Replaces the first `rows` rows of the router logits with standard normal values from `seed`
@@ -83,7 +84,7 @@ void set_router_logits(const runtime::Driver& drv, const Buffers& b, const ops::
 // Runs the whole layer once and compares a sample of its output rows with the CPU reference
 // (FP8: the emulating one, bf16: fp32); exits with a message naming the point when they differ.
 void check_layer(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
-                 const Buffers& b, int64_t tokens, const ops::FusedMoeOptions& options,
+                 const Buffers& b, int64_t tokens, const ops::TunedMoeOptions& options,
                  CUstream stream);
 
 // Distinct experts the last routing of `tokens` tokens chose (for the memory floor).

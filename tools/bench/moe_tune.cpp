@@ -27,7 +27,7 @@ void MoeBench::report_failed(const MoeTileConfig& config, int64_t tokens, llvm::
 std::optional<double> MoeBench::time_config(const MoeShape& s, const Buffers& b, int64_t tokens,
                                             const MoeTileConfig& config, unsigned stages,
                                             bool programmatic) {
-  FusedMoeOptions o;
+  TunedMoeOptions o;
   o.config = config;
   o.programmatic_launch = programmatic;
   set_choices(o);

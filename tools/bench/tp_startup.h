@@ -48,8 +48,10 @@ bool parse_plan(const Flags& flags, TpPlan& plan);
 inline const std::vector<std::string> k_tp_plan_value_flags = {
     "--kernels", "--tokens", "--trace-steps", "--max-tokens", "--seed"};
 
-// Every variant the plan's kernels need at these token counts (arch picks the MoE table entry).
-std::vector<runtime::VariantRequest> tp_variant_requests(const TpPlan& plan, const Arch& arch,
+// Every variant the plan's kernels need at these token counts on `target` (its arch and device
+// pick the MoE table entry).
+std::vector<runtime::VariantRequest> tp_variant_requests(const TpPlan& plan,
+                                                         const runtime::DeviceFacts& target,
                                                          llvm::ArrayRef<int64_t> tokens);
 
 // One rank's work, in the process the parent started: waits for the release (EOF on

@@ -100,14 +100,16 @@ bool parse_plan(const Flags& flags, TpPlan& plan) {
   return true;
 }
 
-std::vector<runtime::VariantRequest> tp_variant_requests(const TpPlan& plan, const Arch& arch,
+std::vector<runtime::VariantRequest> tp_variant_requests(const TpPlan& plan,
+                                                         const runtime::DeviceFacts& target,
                                                          llvm::ArrayRef<int64_t> tokens) {
   std::vector<runtime::VariantRequest> requests;
   if (plan.inv_rope) // num_tokens is dynamic: one variant serves every count
     requests.push_back({ops::inv_rope_fp8_quant_kernel(),
                         {k_tp_rope_groups, k_tp_rope_heads_per_group, tokens.front()}});
   if (plan.moe) {
-    auto moe = must(ops::fused_moe_variants(k_tp_moe_shape, {}, arch, tokens), "MoE variants");
+    auto moe = must(ops::fused_moe_variants(k_tp_moe_shape, ops::FusedMoeOptions{}, target, tokens),
+                    "MoE variants");
     requests.insert(requests.end(), std::make_move_iterator(moe.begin()),
                     std::make_move_iterator(moe.end()));
   }

@@ -139,8 +139,8 @@ int run_tp_rank(const TpPlan& plan, const RankArgs& args) {
     random = std::make_unique<DeviceRandom>(device_random_config(config, args.data_cache_dir));
     launcher = std::make_unique<Launcher>(must(runtime::driver(), "driver"), plan, *random);
   }
-  const Arch arch =
-      engine.arch(); // before the clock below: the driver's start-up is not a kernel's
+  // Before the clock below: the driver's start-up is not a kernel's.
+  const runtime::DeviceFacts target = engine.device_facts();
   result["setup_ms"] = ms_since(start);
   // Every rank's set-up done before any ready phase starts, as the ranks of a serving runtime
   // meet (NCCL's set-up, a barrier) after loading their weights: no rank's ready phase is timed
@@ -156,7 +156,7 @@ int run_tp_rank(const TpPlan& plan, const RankArgs& args) {
   const Clock::time_point ready_start = Clock::now();
   const double ready_cpu_start = process_cpu_ms();
   result["first_ready_ms"] =
-      make_ready(engine, tp_variant_requests(plan, arch, plan.tokens), !plan.prepare_only, start);
+      make_ready(engine, tp_variant_requests(plan, target, plan.tokens), !plan.prepare_only, start);
   result["ready_ms"] = ms_since(ready_start);
   result["ready_cpu_ms"] = process_cpu_ms() - ready_cpu_start;
   result["ready_stats"] = stats_object(engine.stats());
@@ -178,7 +178,7 @@ int run_tp_rank(const TpPlan& plan, const RankArgs& args) {
     if (launcher)
       launcher->step(engine, tokens);
     else
-      make_ready(engine, tp_variant_requests(plan, arch, {tokens}), false, trace_start);
+      make_ready(engine, tp_variant_requests(plan, target, {tokens}), false, trace_start);
   if (launcher)
     launcher->synchronize();
   result["trace_ms"] = ms_since(trace_start);

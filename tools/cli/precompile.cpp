@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <map>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -254,27 +254,34 @@ int run_precompile(Context& context) {
 } // namespace
 
 std::vector<Command> precompile_commands() {
-  return {{"precompile",
-           "compile every variant a manifest, a log or the built-in defaults need (no GPU needed)",
-           "precompile [--manifest FILE]... [--from-log FILE]... [--arch A]... [-j N] [--json]",
-           "  --manifest FILE     variants or models to precompile (docs/manifest.md); "
-           "repeatable;\n"
-           "                      without --manifest and --from-log: the built-in defaults\n"
-           "  --from-log FILE     replay the variants a run compiled or loaded (its events.jsonl,\n"
-           "                      rotated files too); kernels it cannot rebuild are skipped\n"
-           "  --arch A            target architecture, e.g. sm_90a; repeatable (one pass each)\n"
-           "  -j N                parallel compiles (default: number of cores)\n"
-           "  --push              then store every entry of the root in the remote\n"
-           "                      (SPECJIT_REMOTE, mode=rw; docs/fleet.md)\n",
-           "specjit precompile --manifest deploy.json --arch sm_90a -j 8",
-           {{"--manifest", true, true},
-            {"--from-log", true, true},
-            {"--arch", true, true},
-            {"-j", true, false},
-            {"--push", false, false}},
-           0,
-           0,
-           run_precompile}};
+  return {
+      {"precompile",
+       "compile every variant a manifest, a log or the built-in defaults need (no GPU needed)",
+       "precompile [--manifest FILE]... [--model NAME]... [--from-log FILE]... [--arch A]... "
+       "[-j N] [--json]",
+       "  --manifest FILE     variants or models to precompile (docs/manifest.md); "
+       "repeatable;\n"
+       "                      without --manifest, --model and --from-log: every reference\n"
+       "                      model (the built-in default manifest)\n"
+       "  --model NAME        a reference model's built-in ops (docs/deploy.md): qwen3-30b-a3b,\n"
+       "                      mixtral-8x7b, deepseek-v3-tp8, deepseek-v4-attention; "
+       "repeatable\n"
+       "  --from-log FILE     replay the variants a run compiled or loaded (its events.jsonl,\n"
+       "                      rotated files too); kernels it cannot rebuild are skipped\n"
+       "  --arch A            target architecture, e.g. sm_90a; repeatable (one pass each)\n"
+       "  -j N                parallel compiles (default: number of cores)\n"
+       "  --push              then store every entry of the root in the remote\n"
+       "                      (SPECJIT_REMOTE, mode=rw; docs/fleet.md)\n",
+       "specjit precompile --manifest deploy.json --arch sm_90a -j 8",
+       {{"--manifest", true, true},
+        {"--model", true, true},
+        {"--from-log", true, true},
+        {"--arch", true, true},
+        {"-j", true, false},
+        {"--push", false, false}},
+       0,
+       0,
+       run_precompile}};
 }
 
 } // namespace specjit::cli

@@ -3,6 +3,7 @@
 #include "runtime/builtin_kernels.h"
 #include "runtime/log_reader.h"
 #include "runtime/manifest.h"
+#include "runtime/reference_models.h"
 
 #include "support/bounded_file.h"
 #include "support/error.h"
@@ -154,7 +155,13 @@ llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const Planner& pl
     if (value == nullptr)
       return make_error(Errc::invalid_argument, "the logged variant lacks parameter '{}'",
                         param.name);
-    auto spec = runtime::SpecValue::parse(*value);
+    // An enumeration's value is logged by its name.
+    std::optional<int64_t> named;
+    if (auto text = value->getAsString(); text && param.is_enum())
+      named = param.enum_value(*text);
+    auto spec = named ? llvm::Expected<runtime::SpecValue>(
+                            runtime::SpecValue{runtime::SpecKind::exact, *named})
+                      : runtime::SpecValue::parse(*value);
     if (!spec)
       return make_error(Errc::invalid_argument, "parameter '{}': {}", param.name,
                         llvm::toString(spec.takeError()));
@@ -248,13 +255,23 @@ llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Ar
   Planner planner(arches, plan);
   std::vector<std::string> manifests = context.args.all("--manifest");
   std::vector<std::string> logs = context.args.all("--from-log");
+  std::vector<std::string> models = context.args.all("--model");
   for (const std::string& path : manifests)
     if (auto err = add_manifest(path, planner))
       return err;
   for (const std::string& path : logs)
     if (auto err = add_log(path, planner, plan))
       return err;
-  if (manifests.empty() && logs.empty()) {
+  for (const std::string& name : models) {
+    auto requests = runtime::reference_model_variants(name);
+    if (!requests)
+      return make_error(Errc::invalid_argument, "--model: {}",
+                        llvm::toString(requests.takeError()));
+    std::vector<size_t> targets = planner.targets_for(std::nullopt);
+    for (const runtime::VariantRequest& request : *requests)
+      planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
+  }
+  if (manifests.empty() && logs.empty() && models.empty()) {
     std::vector<size_t> targets = planner.targets_for(std::nullopt);
     for (const runtime::VariantRequest& request : runtime::default_variants())
       planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
