@@ -178,7 +178,11 @@ std::vector<MoeCase> moe_cases() {
        [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) { o.table = nullptr; }},
       {"mma", L::row_major,
        [](ops::TunedMoeOptions& o, const ops::MoeShape& s, int64_t tokens) {
-         o.config = ops::default_moe_config(s, tokens, Arch{8, 0, false});
+         // The mma.sync rule's tiles as the case was first defined: sm_80's rule sized for
+         // 132 SMs, whatever the target's documented count.
+         runtime::DeviceFacts target = runtime::DeviceFacts::for_target(Arch{8, 0, false});
+         target.multiprocessors = 132;
+         o.config = ops::default_moe_config(s, tokens, target);
        }},
       {"handoff-always", L::row_major,
        [](ops::TunedMoeOptions& o, const ops::MoeShape&, int64_t) {
