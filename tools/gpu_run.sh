@@ -21,7 +21,7 @@ if [[ $what == bench || $what == all ]]; then
     2>&1 | tail -14
   "$bin/specjit-bench" moe --dtypes fp8 --table runtime/ops/tables/moe-configs-h200.json \
     --json "$out/moe-h200-table.json" 2>&1 | tail -22
-  "$bin/specjit-bench" recompile-trace --report "$out/recompile-trace-h200.json" 2>&1 |
+  "$bin/specjit-bench" recompile-trace --out "$out/recompile-trace-h200.json" 2>&1 |
     grep -v warning
 fi
 if [[ $what == tp-startup || $what == all ]]; then

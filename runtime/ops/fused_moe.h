@@ -84,11 +84,9 @@ struct FusedMoeOptions {
 // packed: each one's bytes as moe_pack_weights writes them (rows of all experts in pieces of 32
 // rows x 128 bytes of K, each piece contiguous and already in the order a 128-byte-swizzled TMA
 // box lands), which the wgmma GEMMs (sm_90a) read by bulk copies or through a rank-4 map
-// (MoePackedReads). The layout also picks the table's entry. Measured on the H200 with the
-// table's packed entries (docs/moe.md, "Packed weights"): GEMMs 1.4-4.5 % faster at 10 of the 12
-// points of T = 4-256 for the three reference models, at Mixtral T = 1 and DeepSeek T = 1024
-// (Mixtral T = 16 331 -> 320 us), within 0.6 % at the other points; a choice for the caller,
-// as the packed copy is made at load. The mma.sync GEMMs read row-major only.
+// (MoePackedReads). The layout also picks the table's entry. A choice for the caller, as the
+// packed copy is made at load (what it gains: docs/moe.md, "Packed weights"). The mma.sync GEMMs
+// read row-major only.
 struct FusedMoeTensors {
   runtime::TensorRef hidden;        // [T, H] e4m3 (fp8) or bf16, 16-byte aligned
   runtime::TensorRef router_logits; // [T, E] f32
@@ -120,7 +118,7 @@ int64_t moe_packed_weight_offset(int64_t row, int64_t k, int64_t k_bytes);
 // The order of an expert's slots in moe_align's sorted_ids (its padding always follows them):
 // any (the order an atomic cursor gives, which varies from call to call), or stable (increasing,
 // the same grouping every call: what stream-K GEMMs need for run-to-run identical results;
-// fused_moe asks for it with them only, since it costs about 1 µs at decode).
+// fused_moe asks for it with them only, as it costs time at decode).
 enum class MoeSlotOrder { any, stable };
 
 // Stage ops. topk_ids from elsewhere may be checked on the host (`checked`: copies them and

@@ -60,9 +60,9 @@ using MoeSchedule = specjit_kernels::MoeSchedule;
 
 // How a wgmma tile reads packed weights (MoeWeightLayout::packed): by bulk copies or through a
 // rank-4 tensor map; automatic: bulk copies for the swap-AB tiles without f16 tokens (decode),
-// where they measured faster, the map elsewhere (moe_detail::packed_bulk_reads). A table's packed
-// entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures it;
-// FusedMoeOptions::packed_reads overrides both (tests, benchmarks).
+// the map elsewhere (moe_detail::packed_bulk_reads; docs/moe.md, "Packed weights"). A table's
+// packed entry may name it per tile ("reads": "bulk" or "map"), as `--tune --packed` measures
+// it; MoeTuning::packed_reads overrides both (tests, benchmarks).
 enum class MoePackedReads { automatic, bulk, tensor_map };
 // Its name in a table and in GemmTile::describe: "automatic", "bulk", "map".
 llvm::StringRef moe_packed_reads_name(MoePackedReads reads);

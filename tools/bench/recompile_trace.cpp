@@ -138,13 +138,13 @@ llvm::Expected<PolicyResult> replay(const std::string& policy_name, const std::s
 int run_recompile_trace(int argc, char** argv) {
   Flags flags;
   if (!parse_flags(argc, argv, 2,
-                   {"--trace", "--requests", "--seed", "--report", "--groups", "--heads-per-group",
+                   {"--trace", "--requests", "--seed", "--out", "--groups", "--heads-per-group",
                     "--replay-policy", "--cache-dir"},
                    {"--compile-only", "--json", "--help"}, flags))
     return 2;
   if (flags.has("--help")) {
     llvm::outs() << "specjit-bench recompile-trace [--trace FILE | --requests 200 --seed 42]\n"
-                    "    [--compile-only] [--json] [--report docs/bench/FILE.json]\n"
+                    "    [--compile-only] [--json] [--out docs/bench/FILE.json]\n"
                     "    [--groups 8 --heads-per-group 16]\n"
                     "example: specjit-bench recompile-trace --compile-only --json\n";
     return 0;
@@ -237,7 +237,7 @@ int run_recompile_trace(int argc, char** argv) {
   llvm::json::Object report{{"policies", std::move(policies)}};
   if (flags.has("--json"))
     llvm::outs() << llvm::json::Value(llvm::json::Object(report)) << "\n";
-  if (std::string path = flags.get("--report", ""); !path.empty())
+  if (std::string path = flags.get("--out", ""); !path.empty())
     return write_report(path, std::move(report)) ? 0 : 1;
   return 0;
 }
