@@ -388,7 +388,7 @@ void run_model(const Model& model, Forced forced = Forced::none,
     CHECK(worst_weight < 1e-5f);
 
     // Grouping, at the block size the op chose for this T.
-    auto resolved = resolve_moe_config(s, tokens, engine.arch(), table, weight_layout);
+    auto resolved = resolve_moe_config(s, tokens, engine.device_facts(), table, weight_layout);
     REQUIRE(static_cast<bool>(resolved));
     if (options.config)
       resolved->config = *options.config;

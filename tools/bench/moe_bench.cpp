@@ -71,7 +71,7 @@ void MoeBench::prepare(const MoeShape& s) {
             work.push_back({tokens, form});
     work.push_back(
         {tokens,
-         must(resolve_moe_config(s, tokens, engine.arch(), table, weights()), "config").config});
+         must(resolve_moe_config(s, tokens, engine.device_facts(), table, weights()), "config").config});
   }
   if (!work.empty())
     precompile(engine, s, work, weights(), packed_reads);
