@@ -167,8 +167,11 @@ llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const Planner& pl
                         llvm::toString(spec.takeError()));
     // A user kernel's template follows its policies (ParamDef::user), as when it was logged.
     runtime::Policy policy = policy_for(*spec, param.policy);
-    param = user ? runtime::ParamDef::user(param.name, std::move(policy))
-                 : runtime::ParamDef{param.name, std::move(policy), param.encoding};
+    // A built-in parameter keeps everything but its policy (an enumeration its names).
+    if (user)
+      param = runtime::ParamDef::user(param.name, std::move(policy));
+    else
+      param.policy = std::move(policy);
     job.specs->push_back(*spec);
   }
   if (event.variant.size() != job.def.params.size())
