@@ -37,7 +37,7 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 // "models": [{"type": "moe", "experts": 128, "top_k": 8, "hidden": 2048, "intermediate": 768,
 //             "dtype": "fp8", "tp": 1, "renormalize": true, "num_tokens": [1, 64],
 //             "arch": "sm_90a", "device": "NVIDIA H200", "config_table": "moe-configs-h200.json",
-//             "weights": "packed"}]
+//             "weights": "packed", "accumulation": "exact"}]
 // intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
 // kernel of the layer x every token-count bucket's tile configuration (docs/moe.md), from the
 // tuned table when one is named (a path relative to the manifest's folder), else the built-in
@@ -45,11 +45,13 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 // runtime will dispatch to with the same table on that device (the driver's name: it picks the
 // table's entries made for it; none named: the entries of any device of the arch, and the arch's
 // documented facts, runtime/device_facts.h) and weights (the table's entry for that layout,
-// "row_major" by default).
+// "row_major" by default) and FP8 GEMM1 accumulation ("e4m3" by default, or "exact":
+// FusedMoeOptions::accumulation).
 llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantRequest>& out) {
   if (auto err =
           model.only({"type", "experts", "top_k", "hidden", "intermediate", "dtype", "tp",
-                      "renormalize", "num_tokens", "arch", "device", "config_table", "weights"}))
+                      "renormalize", "num_tokens", "arch", "device", "config_table", "weights",
+                      "accumulation"}))
     return err;
   ops::MoeShape shape;
   int64_t* targets[] = {&shape.experts, &shape.top_k, &shape.hidden, &shape.intermediate};
@@ -81,6 +83,15 @@ llvm::Error derive_moe_model(const ManifestFields& model, std::vector<VariantReq
     if (!flag)
       return model.error("renormalize", "expected true or false");
     options.renormalize = *flag;
+  }
+  auto accumulation = model.optional_string("accumulation");
+  if (!accumulation)
+    return accumulation.takeError();
+  if (*accumulation) {
+    auto parsed = ops::parse_moe_accumulation(**accumulation);
+    if (!parsed)
+      return model.error("accumulation", "expected \"e4m3\" or \"exact\"");
+    options.accumulation = *parsed;
   }
   Arch arch;
   auto arch_name = model.optional_string("arch");

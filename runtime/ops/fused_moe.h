@@ -78,6 +78,10 @@ struct FusedMoeOptions {
   // default rule for every shape. A table's entry serves only its arch (and device, where it
   // names one); shapes and devices without an entry get the default rule.
   const MoeConfigTable* table = &builtin_moe_config_table();
+  // FP8 GEMM1's accumulation: e4m3 (the default: the table's e4m3 tiles run e4m3 MMAs, as
+  // accurate against the layer's float64 truth and up to twice as fast at prefill) or exact
+  // (f16 MMAs on exact conversions: bit for bit the re-quantizing reference's intermediate).
+  MoeAccumulation accumulation = MoeAccumulation::e4m3;
 };
 
 // FusedMoeTensors::weight_layout: how w13 and w2 lie in memory. row_major: as their shapes say.

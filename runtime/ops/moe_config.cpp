@@ -73,6 +73,21 @@ std::string f16_tokens_rule(const GemmTile& t, const TileUse& u) {
   return "";
 }
 
+// e4m3 GEMM1 holds each stage's partial sums beside its fp32 totals (moe_consume_e4m3 in
+// kernels_src/moe/wgmma_consume.cuh): swap-AB's gate and up totals are block_m values a thread,
+// which past 128 (or 64 beside a second warpgroup's share of the registers) spill.
+std::string e4m3_rule(const GemmTile& t, const TileUse& u) {
+  if (!u.gated || !u.fp8)
+    return "e4m3 is for FP8 GEMM1 (FP8 GEMM2 always accumulates so)";
+  if (t.kernel != MoeGemmKernel::wgmma)
+    return "e4m3 needs a wgmma tile";
+  if (t.f16_tokens)
+    return "e4m3 reads the e4m3 tokens: not with f16_tokens";
+  if (t.swap_ab && u.block_m > (t.warpgroups == 2 ? 64 : 128))
+    return "e4m3 swap-AB needs block_m <= 128 (<= 64 with 2 warpgroups)";
+  return "";
+}
+
 std::string swap_ab_rule(const GemmTile& t, const TileUse& u) {
   if (t.f16_tokens)
     return f16_tokens_rule(t, u);
@@ -161,7 +176,9 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   std::string why;
   if (t.stages < 2 || t.stages > 8)
     why = "2 to 8 pipeline stages";
-  else
+  else if (t.e4m3)
+    why = e4m3_rule(t, u);
+  if (why.empty())
     why = t.kernel == MoeGemmKernel::wgmma ? wgmma_rule(t, u, arch) : mma_rule(t, u);
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
   if (why.empty() && u.out_columns % per_tile != 0)
@@ -182,6 +199,18 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
 
 llvm::StringRef moe_dtype_name(MoeDType dtype) { return dtype == MoeDType::fp8 ? "fp8" : "bf16"; }
 
+llvm::StringRef moe_accumulation_name(MoeAccumulation accumulation) {
+  return accumulation == MoeAccumulation::exact ? "exact" : "e4m3";
+}
+
+std::optional<MoeAccumulation> parse_moe_accumulation(llvm::StringRef name) {
+  if (name == "e4m3")
+    return MoeAccumulation::e4m3;
+  if (name == "exact")
+    return MoeAccumulation::exact;
+  return std::nullopt;
+}
+
 llvm::StringRef moe_gemm_kernel_name(MoeGemmKernel kernel) {
   return kernel == MoeGemmKernel::wgmma ? "wgmma" : "mma";
 }
@@ -201,7 +230,7 @@ GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgro
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
+    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
                        stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
                        tiles > 1 ? fmt::format(" t{}", tiles) : "",
                        stream_k()  ? " sk"
@@ -210,7 +239,8 @@ std::string GemmTile::describe() const {
                        f16_tokens ? " f16" : "",
                        packed_reads == MoePackedReads::automatic
                            ? ""
-                           : " " + moe_packed_reads_name(packed_reads).str());
+                           : " " + moe_packed_reads_name(packed_reads).str(),
+                       e4m3 ? " e4m3" : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

@@ -48,6 +48,15 @@ struct MoeShape {
   friend bool operator==(const MoeShape&, const MoeShape&) = default;
 };
 
+// How FP8 GEMM1 accumulates (FusedMoeOptions::accumulation). e4m3: the tiles marked e4m3 (the
+// prefill buckets of the built-in table) run e4m3 MMAs promoted into fp32 once a stage; against
+// the layer's float64 truth they are as accurate as exact (docs/moe.md, "Accumulation"). exact:
+// every tile converts its e4m3 operands to f16 (exactly) for f16 MMAs, whose intermediate matches
+// the re-quantizing reference bit for bit.
+enum class MoeAccumulation : uint8_t { e4m3, exact };
+llvm::StringRef moe_accumulation_name(MoeAccumulation accumulation); // "e4m3", "exact"
+std::optional<MoeAccumulation> parse_moe_accumulation(llvm::StringRef name);
+
 enum class MoeGemmKernel : uint8_t {
   mma,   // kernels_src/moe/gemm.cu: mma.sync, any arch
   wgmma, // kernels_src/moe/gemm_wgmma.cu: sm_90a only
@@ -94,6 +103,9 @@ llvm::StringRef moe_packed_reads_name(MoePackedReads reads);
 //          columns (block_n = 128 x warpgroups: 64 columns each, their gate and up rows) instead of
 //          K. For many tokens an expert, where every CTA of an expert would convert the same
 //          tokens.
+//          e4m3 (FP8 GEMM1, wgmma, not with f16_tokens; swap-AB: block_m <= 128, <= 64 with two
+//          warpgroups): e4m3 MMAs on the stage's bytes, promoted into fp32 once a stage, at twice
+//          the rate of the f16 MMAs the exact accumulation runs (FusedMoeOptions::accumulation).
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -107,6 +119,7 @@ struct GemmTile {
   MoeSchedule schedule = MoeSchedule::fixed;
   bool f16_tokens = false;
   MoePackedReads packed_reads = MoePackedReads::automatic; // wgmma, packed weights only
+  bool e4m3 = false;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   bool stream_k() const { return schedule == MoeSchedule::stream_k; }
@@ -118,7 +131,7 @@ struct GemmTile {
                              int tiles = 1);
 
   // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn",
-  // "... f16" (f16_tokens)
+  // "... f16" (f16_tokens), "... e4m3"
   std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
   // warps: four for GEMM1 in the normal orientation (it gathers 64 token rows per warpgroup and

@@ -44,12 +44,15 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
-    if (object->get("f16_tokens") != nullptr) {
-      auto f16 = object->getBoolean("f16_tokens");
-      if (!f16)
-        return make_error(Errc::invalid_argument,
-                          "moe config table: {}: 'f16_tokens' must be a boolean", where.str());
-      tile.f16_tokens = *f16;
+    for (auto [flag, name] : {std::pair{&tile.f16_tokens, "f16_tokens"},
+                              std::pair{&tile.e4m3, "e4m3"}}) {
+      if (object->get(name) == nullptr)
+        continue;
+      auto value = object->getBoolean(name);
+      if (!value)
+        return make_error(Errc::invalid_argument, "moe config table: {}: '{}' must be a boolean",
+                          where.str(), name);
+      *flag = *value;
     }
     // Packed weights' reads: "reads": "bulk" or "map" (absent: the rule's).
     if (const llvm::json::Value* reads = object->get("reads")) {
@@ -110,6 +113,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["dynamic"] = true;
     if (t.f16_tokens)
       o["f16_tokens"] = true;
+    if (t.e4m3)
+      o["e4m3"] = true;
     if (t.packed_reads != MoePackedReads::automatic)
       o["reads"] = moe_packed_reads_name(t.packed_reads);
     return o;

@@ -73,6 +73,7 @@ enum KernelIndex {
   k_wgmma2_bf16,
   k_tokens_f16,
   k_pack_weights,
+  k_wgmma1_e4m3,
   k_kernel_count
 };
 
@@ -127,7 +128,7 @@ inline MoeSlotOrder moe_slot_order(const MoeTileConfig& config) {
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);
 
-KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3 = false);
 
 // The template values of moe_route (moe_route_kernel), and its launch: one warp a token.
 std::vector<int64_t> route_values(int64_t experts, int64_t top_k, bool renormalize,

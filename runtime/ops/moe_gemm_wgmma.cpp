@@ -99,6 +99,7 @@ WgmmaGemm WgmmaGemm::of(const MoeShape& shape, int gemm, int block_m, const Gemm
   g.schedule = tile.schedule;
   g.tiles = tile.persistent() ? 1 : tile.tiles;
   g.weights = weight_reads(tile, layout, reads);
+  g.e4m3 = tile.e4m3;
   return g;
 }
 
@@ -122,12 +123,13 @@ int64_t WgmmaGemm::fixed_ctas(int64_t blocks) const {
          split_k;
 }
 
-runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype) {
+runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3) {
   using runtime::ParamDef;
   auto raw = [](const char* name) -> ParamDef {
     return {name, runtime::Policy::exact(), runtime::ParamEncoding::raw};
   };
-  std::string name = fmt::format("moe_wgmma{}_{}", gemm, moe_dtype_name(dtype).str());
+  std::string name = e4m3 ? std::string("moe_wgmma1_e4m3")
+                          : fmt::format("moe_wgmma{}_{}", gemm, moe_dtype_name(dtype).str());
   return {name,
           "moe/gemm_wgmma.cu",
           "specjit_kernels::" + name,
@@ -164,7 +166,7 @@ unsigned WgmmaGemm::shared_bytes() const {
   dynamic += 1024; // room to align the tiles to 1024 bytes
   // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
   // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
-  if (dtype == MoeDType::fp8 && gemm == 1 && !t16)
+  if (dtype == MoeDType::fp8 && gemm == 1 && !t16 && !e4m3)
     dynamic += swap_ab ? 4u * warpgroups * block_m * k_moe_row_bytes
                        : 2u * static_cast<unsigned>(block_n) * k_moe_row_bytes;
   // The f16-token GEMM1 stages its e4m3 outputs, 64 columns x block_m a warpgroup
@@ -202,7 +204,8 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
   const CUdeviceptr bulk_from = g.weights == MoeWeightReads::packed_bulk ? weight_data : 0;
   // Looked up once: the persistent schedules size their grid from it.
   auto variant =
-      get_variant(engine, gemm_index(g.gemm, g.dtype, MoeGemmKernel::wgmma), g.values(tokens));
+      get_variant(engine, gemm_index(g.gemm, g.dtype, MoeGemmKernel::wgmma, g.e4m3),
+                  g.values(tokens));
   if (!variant)
     return variant.takeError();
   if (g.persistent()) {

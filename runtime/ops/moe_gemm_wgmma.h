@@ -23,6 +23,7 @@ struct WgmmaGemm {
   MoeSchedule schedule = MoeSchedule::fixed;
   int tiles = 1; // weight tiles a CTA (fixed schedule; 1 for the persistent ones)
   MoeWeightReads weights = MoeWeightReads::row_major_map;
+  bool e4m3 = false; // FP8 GEMM1: e4m3 MMAs (moe_wgmma1_e4m3), not f16 ones on exact conversions
 
   // The variant GEMM `gemm` runs with `tile` (a wgmma tile) over token blocks of block_m, on
   // weights in `layout` read as `reads` says (automatic: the tile's own, else the rule).
@@ -43,7 +44,7 @@ struct WgmmaGemm {
   // Dynamic shared memory: stages * (block_m + block_n) * 128 bytes (f16 tokens: 2 * block_m),
   // 1024 bytes of alignment slack, FP8 GEMM1's f16 copy of its B operand (normal: the weight
   // tile, 2 * block_n * 128; swap-AB: the token tile, 4 * warpgroups * block_m * 128; none with
-  // f16 tokens), and the output staging of the f16-token and normal tiles; see
+  // f16 tokens or e4m3 MMAs), and the output staging of the f16-token and normal tiles; see
   // shared_bytes_with_static for the 48 KiB edge.
   unsigned shared_bytes() const;
   // CTAs of the fixed schedule's 1-D grid over `blocks` token blocks: the blocks rounded up to a
@@ -53,8 +54,8 @@ struct WgmmaGemm {
 
 // The kernel definition: moe_wgmma{1,2}_{fp8,bf16}<n, k, orientation, block_m, block_n,
 // warpgroups, stages, split_k, schedule, tiles, weights, num_tokens>, the three enumerations
-// spelled by name.
-runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype);
+// spelled by name; e4m3 (FP8 GEMM1): moe_wgmma1_e4m3, the same parameters.
+runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3 = false);
 
 // What one call's launch of a wgmma GEMM needs besides its variant.
 struct WgmmaLaunch {

@@ -51,6 +51,7 @@ struct MoeTuning {
 struct TunedMoeOptions : private FusedMoeOptions, MoeTuning {
   using FusedMoeOptions::renormalize;
   using FusedMoeOptions::table;
+  using FusedMoeOptions::accumulation;
   const FusedMoeOptions& options() const { return *this; }
   FusedMoeOptions& options() { return *this; }
 };

@@ -137,6 +137,41 @@ void moe_token_emulated(const MoeWeights& w, const void* x_row, const int32_t* i
   token<true>(w, x_row, ids, weights, out_row);
 }
 
+void moe_token_truth(const MoeWeights& w, const void* x_row, const int32_t* ids,
+                     const float* weights, double* out_row) {
+  const Decoder decode(w.fp8); // e4m3 and bf16 values are exact in float, hence in double
+  const int64_t H = w.hidden, I = w.intermediate;
+  std::vector<float> x(H), row(std::max(H, I));
+  std::vector<double> h(I);
+  decode.row(x_row, 0, H, x.data());
+  auto dot64 = [](const float* a, const float* b, int64_t n) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      sum += static_cast<double>(a[i]) * b[i];
+    return sum;
+  };
+  std::fill(out_row, out_row + H, 0.0);
+  for (int64_t j = 0; j < w.top_k; ++j) {
+    const int64_t e = ids[j];
+    const double s1 = w.fp8 ? static_cast<double>(w.a1_scale) * w.w13_scale[e] : 1.0;
+    const double s2 = w.fp8 ? static_cast<double>(w.w2_scale[e]) : 1.0;
+    for (int64_t n = 0; n < I; ++n) {
+      decode.row(w.w13, e * 2 * I + n, H, row.data());
+      const double gate = dot64(x.data(), row.data(), H) * s1;
+      decode.row(w.w13, e * 2 * I + I + n, H, row.data());
+      const double up = dot64(x.data(), row.data(), H) * s1;
+      h[n] = gate / (1.0 + std::exp(-gate)) * up;
+    }
+    for (int64_t n = 0; n < H; ++n) {
+      decode.row(w.w2, e * H + n, I, row.data());
+      double sum = 0;
+      for (int64_t i = 0; i < I; ++i)
+        sum += h[i] * row[i];
+      out_row[n] += sum * s2 * weights[j];
+    }
+  }
+}
+
 void moe_token_fp32(const MoeWeights& w, const void* x_row, const int32_t* ids,
                     const float* weights, float* out_row) {
   if (!w.fp8)

@@ -5,7 +5,9 @@
 //   - emulated: the kernels' quantization steps with fp32 math (double accumulation): e4m3
 //     intermediate through the static scale a2, scales applied after the K loop in the kernels'
 //     order, per-slot outputs rounded to bf16, the k slots summed in fp32 and rounded to bf16;
-//   - fp32: dequantize everything, fp32 math, no intermediate quantization or rounding.
+//   - fp32: dequantize everything, fp32 math, no intermediate quantization or rounding;
+//   - truth: the same in float64 throughout, the layer's function on the dequantized FP8
+//     operands, the measure of the accuracy rule (docs/moe.md, "Accumulation").
 // Per-token functions, so tests can check a sample of rows of a large problem.
 #pragma once
 
@@ -47,6 +49,8 @@ void moe_token_emulated(const MoeWeights& w, const void* x_row, const int32_t* i
                         const float* weights, float* out_row);
 void moe_token_fp32(const MoeWeights& w, const void* x_row, const int32_t* ids,
                     const float* weights, float* out_row);
+void moe_token_truth(const MoeWeights& w, const void* x_row, const int32_t* ids,
+                     const float* weights, double* out_row);
 
 float silu_reference(float x); // x / (1 + e^-x)
 float round_to_bf16(float value);

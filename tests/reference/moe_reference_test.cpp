@@ -130,6 +130,28 @@ TEST_CASE("the emulating references stay close to the fp32 reference on a small 
   }
 }
 
+TEST_CASE("the float64 truth is the fp32 reference to float rounding, for both dtypes") {
+  for (bool fp8 : {true, false}) {
+    CAPTURE(fp8);
+    Problem p(fp8);
+    MoeWeights w = p.weights();
+    MoeRouting r = moe_route(p.logits.data(), p.tokens, p.experts, p.top_k, true);
+    std::vector<float> fp32(p.tokens * p.hidden), truth32(p.tokens * p.hidden);
+    std::vector<double> truth(p.hidden);
+    for (int64_t t = 0; t < p.tokens; ++t) {
+      moe_token_fp32(w, p.x_row(t), &r.ids[t * p.top_k], &r.weights[t * p.top_k],
+                     &fp32[t * p.hidden]);
+      moe_token_truth(w, p.x_row(t), &r.ids[t * p.top_k], &r.weights[t * p.top_k], truth.data());
+      for (int64_t h = 0; h < p.hidden; ++h)
+        truth32[t * p.hidden + h] = static_cast<float>(truth[h]);
+    }
+    const double error = relative_error(fp32, truth32);
+    MESSAGE("fp32 reference against the float64 truth: " << error);
+    CHECK(error > 0); // computed apart: not the same function by accident
+    CHECK(error < 1e-6);
+  }
+}
+
 TEST_CASE("a single expert with weight one is the plain two-layer product") {
   // H = I = 1 would not be a legal kernel shape, but the reference has no such limit.
   const uint16_t x = float_to_bf16(2.0f);

@@ -242,6 +242,74 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
 }
 
+TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or serialized wgmma, "
+          "and only for FP8 GEMM1 tiles that hold its registers") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  auto e4m3 = [](GemmTile t) {
+    t.e4m3 = true;
+    return t;
+  };
+  // Swap-AB: packed, two MMAs in one warpgroup up to 128 tokens and in two up to 64, split-K,
+  // dynamic; normal orientation 128 and 256 wide in two warpgroups (256: registers moved from
+  // the producers).
+  for (const auto& [shape, config] :
+       {std::pair{qwen, MoeTileConfig{8, e4m3(GemmTile::wgmma_tile(64, 4, true, 1)),
+                                      GemmTile::wgmma_tile(64, 4, true, 1)}},
+        std::pair{qwen, MoeTileConfig{64, e4m3(GemmTile::wgmma_tile(128, 6, true, 2)),
+                                      GemmTile::wgmma_tile(64, 4, true, 1)}},
+        std::pair{qwen, MoeTileConfig{16, e4m3(GemmTile::wgmma_tile(128, 6, true, 1, 2)),
+                                      GemmTile::wgmma_tile(64, 4, true, 1)}},
+        std::pair{mixtral, MoeTileConfig{128, e4m3(dynamic_tile(128, 4)), dynamic_tile(64, 4)}},
+        std::pair{mixtral, MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(128, 5, false, 2)),
+                                         GemmTile::wgmma_tile(128, 4, false, 2)}},
+        std::pair{mixtral, MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(256, 4, false, 2)),
+                                         GemmTile::wgmma_tile(128, 4, false, 2)}}})
+    CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+  // And refused where it does not apply, naming why.
+  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
+    llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
+    return err ? llvm::toString(std::move(err)) : std::string();
+  };
+  MoeTileConfig gemm2_e4m3{64, GemmTile::wgmma_tile(128, 4, true, 1),
+                           e4m3(GemmTile::wgmma_tile(64, 4, true, 1))};
+  CHECK(refused(qwen, gemm2_e4m3).find("e4m3 is for FP8 GEMM1") != std::string::npos);
+  MoeShape qwen_bf16 = qwen;
+  qwen_bf16.dtype = MoeDType::bf16;
+  MoeTileConfig bf16{64, e4m3(GemmTile::wgmma_tile(128, 4, true, 1)),
+                     GemmTile::wgmma_tile(64, 4, true, 1)};
+  CHECK(refused(qwen_bf16, bf16).find("e4m3 is for FP8 GEMM1") != std::string::npos);
+  MoeTileConfig wide{128, e4m3(GemmTile::wgmma_tile(128, 6, true, 2)),
+                     GemmTile::wgmma_tile(64, 4, true, 1)};
+  CHECK(refused(qwen, wide).find("e4m3 swap-AB needs block_m <= 128 (<= 64 with 2 warpgroups)") !=
+        std::string::npos);
+  MoeTileConfig f16 = MoeTileConfig{64, e4m3(GemmTile::wgmma_tile(256, 4, true, 2)),
+                                    GemmTile::wgmma_tile(64, 4, true, 1)};
+  f16.gemm1.f16_tokens = true;
+  CHECK(refused(qwen, f16).find("not with f16_tokens") != std::string::npos);
+  MoeTileConfig mma{16, e4m3(GemmTile{}), GemmTile{}};
+  CHECK(refused(qwen, mma).find("e4m3 needs a wgmma tile") != std::string::npos);
+  // Exact accumulation runs the f16 kernel on the same tile: the option is the caller's.
+  TunedMoeOptions exact;
+  exact.config = MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(128, 5, false, 2)),
+                               GemmTile::wgmma_tile(128, 4, false, 2)};
+  auto fast = fused_moe_variants(mixtral, exact, Arch{9, 0, true}, {1024});
+  exact.accumulation = MoeAccumulation::exact;
+  auto exact_variants = fused_moe_variants(mixtral, exact, Arch{9, 0, true}, {1024});
+  REQUIRE(static_cast<bool>(fast));
+  REQUIRE(static_cast<bool>(exact_variants));
+  auto gemm1_kernel = [](const std::vector<VariantRequest>& requests) {
+    for (const VariantRequest& r : requests)
+      if (r.def.id.rfind("moe_wgmma1", 0) == 0)
+        return r.def.id;
+    return std::string();
+  };
+  CHECK(gemm1_kernel(*fast) == "moe_wgmma1_e4m3");
+  CHECK(gemm1_kernel(*exact_variants) == "moe_wgmma1_fp8");
+}
+
 TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "
           "row a token, or (top_k <= 2) a row a padded slot") {
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
