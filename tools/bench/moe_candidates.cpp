@@ -115,8 +115,19 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
     if (std::find(list.begin(), list.end(), t) == list.end())
       list.push_back(t);
   };
+  // At prefill (256 tokens and more) every FP8 GEMM1 tile that reads the e4m3 tokens also on
+  // e4m3 tensor cores (its rule refuses the tiles whose registers would not hold it).
+  auto add_tile = [&](int block_m, int gemm, const GemmTile& t) {
+    add(block_m, gemm, t);
+    if (gemm == 1 && s.dtype == MoeDType::fp8 && tokens >= 256 &&
+        t.kernel == MoeGemmKernel::wgmma && !t.f16_tokens) {
+      GemmTile e4m3 = t;
+      e4m3.e4m3 = true;
+      add(block_m, gemm, e4m3);
+    }
+  };
   const MoeTileConfig rule = default_moe_config(s, tokens, arch);
-  add(rule.block_m, 1, rule.gemm1);
+  add_tile(rule.block_m, 1, rule.gemm1);
   add(rule.block_m, 2, rule.gemm2);
   int bm = 8; // the smallest power of two that holds an expert's tokens, at most 128
   while (bm < per_expert && bm < 128)
@@ -128,11 +139,11 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
       if (m >= 8 && m <= 64)
         for (int gemm : {1, 2})
           for (const GemmTile& t : swap_tiles(gemm, per_expert))
-            add(m, gemm, t);
+            add_tile(m, gemm, t);
   for (int wg : {1, 2})
     for (int gemm : {1, 2})
       for (const GemmTile& t : normal_tiles(gemm, wg))
-        add(64 * wg, gemm, t);
+        add_tile(64 * wg, gemm, t);
   // FP8 GEMM1 on the f16 copy of the tokens, two warpgroups (64 output columns each), from 16
   // tokens an expert: blocks that hold all of an expert's tokens, half of them, or (at most 128)
   // twice the average, which holds the experts routed more than average in one block; as deep a
