@@ -173,7 +173,8 @@ TEST_CASE("a moe model for the H200 derives the tuned table's variants, named or
   for (const ops::MoeConfigBucket& bucket : entry->buckets)
     f16_tokens |= bucket.config.gemm1.f16_tokens;
   for (const VariantRequest& r : *requests) {
-    if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_gemm1_fp8")
+    if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma1_e4m3" ||
+        r.def.id == "moe_gemm1_fp8")
       derived.insert({r.values.begin(), r.values.end() - 1});
     copy |= r.def.id == "moe_tokens_f16";
   }

@@ -114,11 +114,21 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   std::vector<std::string> kernels;
   for (const VariantRequest& r : all->variants())
     kernels.push_back(r.def.id);
-  // The table's Qwen3 T = 1024 GEMM1 reads an f16 copy of the tokens.
-  CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_tokens_f16",
-                                            "moe_wgmma1_fp8", "moe_wgmma2_fp8", "moe_reduce"});
+  // The table's Qwen3 T = 1024 GEMM1 runs on e4m3 tensor cores; DeepSeek's at T = 1024 reads an
+  // f16 copy of the tokens (below).
+  CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_wgmma1_e4m3",
+                                            "moe_wgmma2_fp8", "moe_reduce"});
+  // Exact accumulation: the same tile on f16 MMAs.
+  TunedMoeOptions exact = options;
+  exact.accumulation = MoeAccumulation::exact;
+  auto exact_plan = moe_detail::plan_fused_moe(qwen, 1024, sm90a, exact, MoeWeightLayout::row_major);
+  REQUIRE(static_cast<bool>(exact_plan));
+  CHECK(exact_plan->config.gemm1.block_n == all->config.gemm1.block_n);
+  CHECK_FALSE(exact_plan->config.gemm1.e4m3);
+  CHECK(exact_plan->variants()[2].def.id == "moe_wgmma1_fp8");
   options.stages = moe_stage_gemm1 | moe_stage_gemm2;
-  auto gemms = moe_detail::plan_fused_moe(qwen, 1024, sm90a, options, MoeWeightLayout::row_major);
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  auto gemms = moe_detail::plan_fused_moe(deepseek, 1024, sm90a, options, MoeWeightLayout::row_major);
   REQUIRE(static_cast<bool>(gemms));
   kernels.clear();
   for (const VariantRequest& r : gemms->variants())
