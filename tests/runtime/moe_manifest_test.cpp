@@ -122,6 +122,28 @@ TEST_CASE("a moe model's weights field takes row_major or packed") {
             .find("weights") != std::string::npos);
 }
 
+TEST_CASE("a moe model's accumulation field picks FP8 GEMM1's kernel at prefill") {
+  auto gemm1 = [](const std::string& accumulation) {
+    std::string text = R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+        "intermediate": 14336, "device": "NVIDIA H200", "num_tokens": [4096])";
+    if (!accumulation.empty())
+      text += R"(, "accumulation": ")" + accumulation + "\"";
+    text += "}]}";
+    std::set<std::string> ids;
+    for (const VariantRequest& r : parse(text))
+      if (r.def.id.rfind("moe_wgmma1", 0) == 0)
+        ids.insert(r.def.id);
+    return ids;
+  };
+  // The H200 table's Mixtral T = 4096 tile runs on e4m3 tensor cores unless exact is asked for.
+  CHECK(gemm1("") == std::set<std::string>{"moe_wgmma1_e4m3"});
+  CHECK(gemm1("e4m3") == std::set<std::string>{"moe_wgmma1_e4m3"});
+  CHECK(gemm1("exact") == std::set<std::string>{"moe_wgmma1_fp8"});
+  CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
+      "intermediate": 14336, "accumulation": "fp16"}]})")
+            .find("accumulation") != std::string::npos);
+}
+
 TEST_CASE("moe models report bad fields with their line") {
   CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
       "intermediate": 14336, "dtype": "fp16"}]})")
