@@ -129,6 +129,13 @@ llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex
 
 KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel);
 
+// A GEMM family's kernel definition: moe_<family><gemm>_<dtype> (e.g. moe_wgmma1_fp8), the
+// template function of that name in the embedded `source`, with the template parameters
+// <n, k, tile..., num_tokens>: n and k compiled in (raw), then `tile`, then the token count
+// (a dynamic spec word).
+runtime::KernelDef gemm_kernel_def(llvm::StringRef family, int gemm, MoeDType dtype,
+                                   std::string source, std::vector<runtime::ParamDef> tile);
+
 // The template values of moe_route (moe_route_kernel), and its launch: one warp a token.
 std::vector<int64_t> route_values(int64_t experts, int64_t top_k, bool renormalize,
                                   int64_t num_tokens);

@@ -1,6 +1,6 @@
 #include "ops/moe/gemm_mma.h"
 
-#include <fmt/format.h>
+#include "ops/common/kernel_defs.h"
 
 namespace specjit::ops::moe_detail {
 
@@ -29,23 +29,10 @@ unsigned MmaGemm::shared_bytes() const {
 }
 
 runtime::KernelDef mma_gemm_kernel(int gemm, MoeDType dtype) {
-  using runtime::ParamDef;
-  auto raw = [](const char* name) -> ParamDef {
-    return {name, runtime::Policy::exact(), runtime::ParamEncoding::raw};
-  };
-  std::string name = fmt::format("moe_gemm{}_{}", gemm, moe_dtype_name(dtype).str());
-  return {name,
-          "moe/gemm.cu",
-          "specjit_kernels::" + name,
-          {raw("n"),
-           raw("k"),
-           raw("block_m"),
-           raw("block_n"),
-           raw("warps_m"),
-           raw("warps_n"),
-           raw("stages"),
-           {"num_tokens", runtime::Policy::dynamic(), runtime::ParamEncoding::spec_word}},
-          {}};
+  using common::raw_param;
+  return gemm_kernel_def("gemm", gemm, dtype, "moe/gemm.cu",
+                         {raw_param("block_m"), raw_param("block_n"), raw_param("warps_m"),
+                          raw_param("warps_n"), raw_param("stages")});
 }
 
 llvm::Error launch_mma_gemm(runtime::Engine& engine, const MoeShape& s, const MmaGemm& g,

@@ -1,8 +1,7 @@
 #include "ops/moe/gemm_wgmma.h"
 
+#include "ops/common/kernel_defs.h"
 #include "runtime/tensor_map.h"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
@@ -29,7 +28,7 @@ const std::vector<std::string>& weight_read_names() {
 
 runtime::ParamDef enumeration(const char* name, const char* type,
                               const std::vector<std::string>& names) {
-  runtime::ParamDef param{name, runtime::Policy::exact(), runtime::ParamEncoding::raw};
+  runtime::ParamDef param = common::raw_param(name);
   param.enum_type = std::string("specjit_kernels::") + type;
   param.enum_names = names;
   return param;
@@ -123,27 +122,14 @@ int64_t WgmmaGemm::fixed_ctas(int64_t blocks) const {
 }
 
 runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype) {
-  using runtime::ParamDef;
-  auto raw = [](const char* name) -> ParamDef {
-    return {name, runtime::Policy::exact(), runtime::ParamEncoding::raw};
-  };
-  std::string name = fmt::format("moe_wgmma{}_{}", gemm, moe_dtype_name(dtype).str());
-  return {name,
-          "moe/gemm_wgmma.cu",
-          "specjit_kernels::" + name,
-          {raw("n"),
-           raw("k"),
-           enumeration("orientation", "MoeOrientation", orientation_names()),
-           raw("block_m"),
-           raw("block_n"),
-           raw("warpgroups"),
-           raw("stages"),
-           raw("split_k"),
-           enumeration("schedule", "MoeSchedule", schedule_names()),
-           raw("tiles"),
-           enumeration("weights", "MoeWeightReads", weight_read_names()),
-           {"num_tokens", runtime::Policy::dynamic(), runtime::ParamEncoding::spec_word}},
-          {}};
+  using common::raw_param;
+  return gemm_kernel_def("wgmma", gemm, dtype, "moe/gemm_wgmma.cu",
+                         {enumeration("orientation", "MoeOrientation", orientation_names()),
+                          raw_param("block_m"), raw_param("block_n"), raw_param("warpgroups"),
+                          raw_param("stages"), raw_param("split_k"),
+                          enumeration("schedule", "MoeSchedule", schedule_names()),
+                          raw_param("tiles"),
+                          enumeration("weights", "MoeWeightReads", weight_read_names())});
 }
 
 bool WgmmaGemm::f16_tokens() const {

@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
-
 namespace specjit::ops {
 
 using common::builtin_kernel;
@@ -95,6 +93,16 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel) {
   if (gemm == 1)
     return fp8 ? k_gemm1_fp8 : k_gemm1_bf16;
   return fp8 ? k_gemm2_fp8 : k_gemm2_bf16;
+}
+
+KernelDef gemm_kernel_def(llvm::StringRef family, int gemm, MoeDType dtype, std::string source,
+                          std::vector<runtime::ParamDef> tile) {
+  std::vector<runtime::ParamDef> params = {raw_param("n"), raw_param("k")};
+  for (runtime::ParamDef& param : tile)
+    params.push_back(std::move(param));
+  params.push_back(tokens_param());
+  return builtin_kernel(fmt::format("moe_{}{}_{}", family.str(), gemm, moe_dtype_name(dtype).str()),
+                        std::move(source), std::move(params));
 }
 
 std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
