@@ -7,10 +7,10 @@
 #include "capi/handles.h"
 #include "capi/status.h"
 
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 #include "runtime/driver.h"
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/inv_rope_fp8_quant.h"
-#include "runtime/ops/moe_tuning.h"
 #include "support/error.h"
 
 using namespace specjit;

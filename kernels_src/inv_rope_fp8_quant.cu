@@ -1,6 +1,6 @@
 // Fused inverse RoPE + FP8 quantization of the attention output (DeepSeek-V4); the contract is
 // in ../../shared/KERNELS.md, "Fused inverse RoPE + FP8 quantization", and
-// runtime/ops/inv_rope_fp8_quant.h.
+// ops/inv_rope/inv_rope_fp8_quant.h.
 //
 // Work unit: a warp's task is 2^task_shift consecutive tokens of one head (1..8, picked by the
 // op from T); items are (token, head) rows. The 1 KiB bf16 row is read with two 16-byte loads per

@@ -1,5 +1,7 @@
-// The Engine's private state, shared by engine.cpp (memory tier, loading, launching) and
-// resolve.cpp (disk and compile tiers). Not part of the public API.
+// The Engine's private state, shared by its files: engine.cpp (life, registry, counters),
+// engine_memory.cpp (memory tier), engine_device.cpp (device, context, loading),
+// engine_launch.cpp (launches), resolve.cpp and resolve_deps.cpp (disk and compile tiers). Not
+// part of the public API.
 #pragma once
 
 #include "runtime/engine.h"
@@ -153,9 +155,24 @@ struct alignas(64) Engine::Impl {
   llvm::Expected<Digest128> record_dependencies(KernelState& kernel,
                                                 llvm::ArrayRef<std::string> included_files);
   llvm::Error publish_dependencies(KernelState& kernel);
-  // The engine's context current on this thread: a thread-local compare on the launch path.
+  // The engine's context current on this thread: a thread-local compare on the launch path
+  // (inline, below).
   llvm::Error ensure_context();
-  llvm::Error make_context_current_slow(); // retains the primary context, sets it current
+  [[gnu::cold]] llvm::Error make_context_current_slow(); // retains the primary context, sets it current
 };
+
+// The context this thread made current last (engine_device.cpp). Initial-exec, as the launch
+// path's other thread-locals (engine_memory.cpp says why); __thread, never initialized
+// dynamically, so that files other than its own read it without a TLS wrapper call.
+[[gnu::tls_model("initial-exec")]] extern __thread CUcontext t_current_context;
+
+inline llvm::Error Engine::Impl::ensure_context() {
+  // The launch path: this thread already made the engine's context current. (Serving runtimes
+  // share the device's primary context, so switching back is rare.)
+  CUcontext ctx = context.load(std::memory_order_acquire);
+  if (ctx != nullptr && t_current_context == ctx) [[likely]]
+    return llvm::Error::success();
+  return make_context_current_slow();
+}
 
 } // namespace specjit::runtime

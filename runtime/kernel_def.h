@@ -1,7 +1,7 @@
 // A kernel definition: where its source comes from (embedded, the caller's text or a file),
 // which template function, one policy per value the caller passes, and how the source is
 // compiled (include directories, in-memory headers, defines, options). Definitions are plain
-// data, written next to the op that launches them (runtime/builtin_kernels.cpp lists the
+// data, written next to the op that launches them (deploy/builtin_kernels.cpp lists the
 // built-in ones) or built at run time by an embedding program (docs/kernels-from-source.md).
 #pragma once
 
@@ -92,6 +92,13 @@ struct KernelDef {
   // dynamic, a none parameter must be, names unique and non-empty, the id a plain identifier,
   // include directories, headers and defines only for text and file sources. Touches no file.
   llvm::Error validate() const;
+};
+
+// One variant to make ready: a kernel definition and one value per template parameter
+// (a value is mapped through the parameter's policy, like a call's).
+struct VariantRequest {
+  KernelDef def;
+  std::vector<int64_t> values;
 };
 
 } // namespace specjit::runtime

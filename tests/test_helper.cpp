@@ -28,9 +28,9 @@
 //   specjit_test_helper read-loop --reference DIR --seconds S [--start-file F]
 //     Looks up every key that DIR has a reference for, over and over, for S seconds, directly
 //     through the disk store; compares every hit with its reference.
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/store_config.h"
+#include "runtime/test_kernel.h"
 
 #include "cache/disk_store.h"
 #include "cache/file_io.h"

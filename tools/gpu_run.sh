@@ -19,7 +19,7 @@ if [[ $what == bench || $what == all ]]; then
   "$bin/specjit-bench" inv-rope --json "$out/inv-rope-h200.json" 2>&1
   "$bin/specjit-bench" inv-rope --groups 1 --heads-per-group 1 --json "$out/inv-rope-1x1-h200.json" \
     2>&1 | tail -14
-  "$bin/specjit-bench" moe --dtypes fp8 --table runtime/ops/tables/moe-configs-h200.json \
+  "$bin/specjit-bench" moe --dtypes fp8 --table ops/moe/tables/moe-configs-h200.json \
     --json "$out/moe-h200-table.json" 2>&1 | tail -22
   "$bin/specjit-bench" recompile-trace --out "$out/recompile-trace-h200.json" 2>&1 |
     grep -v warning

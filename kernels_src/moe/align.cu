@@ -1,5 +1,5 @@
 // Grouping of the token x top_k slots by expert (the moe_align_block_size step; contract in
-// runtime/ops/fused_moe.h, moe_align). One CTA of 1024 threads:
+// ops/moe/fused_moe.h, moe_align). One CTA of 1024 threads:
 //   1. counts per expert with shared-memory atomics (ids outside [0, EXPERTS) are dropped), per
 //      chunk of consecutive slots when STABLE (k_ways chunks, one a warp in step 4);
 //   2. per expert (one thread each): the chunks' counts turned into offsets, the total padded to

@@ -1,5 +1,5 @@
 // The launch interface of the MoE GEMM kernels, read by both sides of NVRTC: the host compiler
-// (runtime/ops/moe_gemm_mma.cpp, moe_gemm_wgmma.cpp) and the kernels (moe/gemm.cu,
+// (ops/moe/gemm_mma.cpp, gemm_wgmma.cpp) and the kernels (moe/gemm.cu,
 // moe/gemm_wgmma.cu). Each kernel takes one argument, the plain-data struct of its family and
 // GEMM below, so the host fills fields by name and the engine checks the struct's size; the
 // variant choices a kernel is compiled for are the enums below, template arguments spelled by

@@ -7,7 +7,7 @@
 namespace specjit_kernels {
 
 // Packed weights (moe/pack_weights.cu, MoeWeights in moe/wgmma_pipeline.cuh): pieces of this many
-// rows x 128 bytes of K (the host's k_moe_piece_rows, runtime/ops/moe_config.h).
+// rows x 128 bytes of K (the host's k_moe_piece_rows, ops/moe/config.h).
 inline constexpr int k_moe_piece_rows = 32;
 inline constexpr int k_moe_piece_bytes = k_moe_piece_rows * 128;
 

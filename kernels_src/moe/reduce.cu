@@ -1,5 +1,5 @@
 // The top-k reduction: out[t, :] = bf16(sum over j < TOP_K of slot_out[t * TOP_K + j, :]) with
-// fp32 sums in slot order (runtime/ops/moe_reduce.h). Each thread handles 8 columns (16-byte
+// fp32 sums in slot order (ops/moe/fused_moe.h). Each thread handles 8 columns (16-byte
 // loads and stores); the op guarantees hidden % 8 == 0 and 16-byte aligned rows.
 #include "common/spec.cuh"
 #include "common/mma.cuh"

@@ -1,5 +1,5 @@
 // MoE routing: softmax over the router logits, top-k experts per token, optional
-// renormalization of the k weights (runtime/ops/moe_route.h has the contract).
+// renormalization of the k weights (ops/moe/fused_moe.h has the contract).
 //
 // One warp per token: lane l holds experts l, l + 32, ... The top-k is k rounds of a warp
 // argmax on the logits themselves (softmax is monotonic), highest value first and the lowest

@@ -25,7 +25,7 @@ namespace specjit_kernels {
 
 // Stream-K's global scratch (the workspace's): k_stream_k_max_ctas arrival counters (zeroed by
 // moe_align, left zero by the GEMMs), then the partial sums, two slots of a tile's sums (64 x
-// TOK per MMA) per CTA. runtime/ops/moe_detail.h has the same numbers and the slots' size
+// TOK per MMA) per CTA. ops/moe/detail.h has the same numbers and the slots' size
 // (k_stream_k_slot_floats), and caps the grid so that the slots fit.
 inline constexpr int k_stream_k_max_ctas = 1024;
 // Then the dynamic schedule's two counters per GEMM (next tile, CTAs done); the slots follow all
@@ -51,7 +51,7 @@ struct MoeWgmma {
   // converts its token tile, and the wgmmas read them from the stage (256 bytes a row and stage,
   // two 128-byte halves of K). The warpgroups split the output columns, 64 each (their gate and
   // up rows), over the same tokens. The copy is in one of two orders (the host's rule,
-  // f16_tokens_sorted in runtime/ops/moe_detail.h):
+  // f16_tokens_sorted in ops/moe/detail.h):
   //   swap_ab_f16_tokens, token order [T, K]: the producers gather the block's rows (cp.async);
   //   swap_ab_f16_sorted, sorted order (row p: the token of slot sorted_ids[p]): one producer
   //           loads the block's rows as two TMA boxes a stage. No gather, but the copy holds
@@ -74,7 +74,7 @@ struct MoeWgmma {
   // GEMM1 gather nothing); the sorted f16-token GEMM1 still launches a whole producer warpgroup,
   // whose registers its consumers take (k_producer_regs; an SM quarter holds three of 9 warps at
   // 168 registers), and its other three warps exit. The host launches the same count
-  // (runtime/ops/moe_config.cpp, GemmTile::threads); the launch bounds use k_threads.
+  // (ops/moe/config.cpp, GemmTile::threads); the launch bounds use k_threads.
   static constexpr int k_producer_warps = GATED && (!k_swap_ab || k_t16) ? 4 : 1;
   static constexpr int k_producers = k_t16_sorted ? 32 : 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + 32 * k_producer_warps;

@@ -2,8 +2,8 @@
 // gives correct outputs from one compiled variant.
 #include "engine_fixture.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
+#include "runtime/test_kernel.h"
 
 #include <cmath>
 #include <cstring>

@@ -10,10 +10,10 @@
 #include "reference/inv_rope_reference.h"
 #include "reference/moe_reference.h"
 
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_tuning.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -739,8 +739,8 @@ TEST_CASE("both launch orders are right at every token count (Mixtral, DeepSeek)
       run_model(model, Forced::none, MoeHandoff::always, 1, order);
 }
 
-// The tuned H200 table, built in (runtime/ops/tables/moe-configs-h200.json as built;
-// runtime/ops/moe_builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
+// The tuned H200 table, built in (ops/moe/tables/moe-configs-h200.json as built;
+// ops/moe/builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
 // names no table runs on an H200. Every FP8 bucket's configuration, at a token count in each
 // bucket.
 TEST_CASE("the built-in H200 table's configuration is right in every bucket (FP8, three models)") {

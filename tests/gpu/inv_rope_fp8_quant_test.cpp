@@ -6,9 +6,9 @@
 #include "gpu/gpu_test_support.h"
 #include "reference/inv_rope_reference.h"
 
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
-#include "runtime/ops/inv_rope_fp8_quant.h"
 
 #include "support/error.h"
 

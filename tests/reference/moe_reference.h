@@ -1,5 +1,5 @@
 // CPU references of the fused MoE layer (../../shared/KERNELS.md, "Fused MoE";
-// runtime/ops/fused_moe.h):
+// ops/moe/fused_moe.h):
 //   - route / align: exactly what the kernels produce (ids; slots grouped by expert in
 //     ascending slot order, which the GPU's order matches up to a permutation inside a segment);
 //   - emulated: the kernels' quantization steps with fp32 math (double accumulation): e4m3

@@ -7,8 +7,8 @@
 
 #include "engine_fixture.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
+#include "runtime/test_kernel.h"
 
 #include <random>
 #include <sys/resource.h>

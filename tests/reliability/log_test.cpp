@@ -3,8 +3,8 @@
 // cache's size limit.
 #include "reliability_support.h"
 
+#include "deploy/log_reader.h"
 #include "runtime/event_log.h"
-#include "runtime/log_reader.h"
 
 #include <llvm/Support/FileSystem.h>
 
@@ -33,7 +33,7 @@ struct Read {
 
 Read read_back(const std::string& path) {
   Read out;
-  auto scan = runtime::scan_log(path, [&](runtime::LogEvent&& event, llvm::StringRef) {
+  auto scan = deploy::scan_log(path, [&](deploy::LogEvent&& event, llvm::StringRef) {
     out.seqs.push_back(static_cast<int64_t>(event.ms));
   });
   REQUIRE_MESSAGE(static_cast<bool>(scan), llvm::toString(scan.takeError()));

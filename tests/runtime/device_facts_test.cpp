@@ -1,11 +1,10 @@
-// Device facts without a GPU: the documented defaults of a target or a named device, what an
-// engine reports with no device, and the default tile rule's use of the SM count.
+// Device facts without a GPU: the documented defaults of a target or a named device, and what an
+// engine reports with no device.
 #include "engine_fixture.h"
 
 #include "runtime/device_facts.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
-#include "runtime/ops/moe_config.h"
 
 using namespace specjit;
 using namespace specjit::runtime;
@@ -44,17 +43,4 @@ TEST_CASE("an engine without a device reports its target's facts; with one, the 
     CHECK(facts.from_device == (facts.arch == engine.arch()));
   else
     CHECK(facts == DeviceFacts::for_target(engine.arch()));
-}
-
-TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per expert") {
-  using namespace specjit::ops;
-  // Mixtral at T = 1: two experts, GEMM1 224 CTAs of 64 columns, GEMM2 128.
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
-  DeviceFacts h200 = DeviceFacts::for_target(Arch{9, 0, true});
-  const MoeTileConfig on_h200 = default_moe_config(mixtral, 1, h200);
-  CHECK(on_h200 == default_moe_config(mixtral, 1, Arch{9, 0, true}));
-  CHECK(on_h200.gemm2.warpgroups == 2); // 128 CTAs do not fill 132 SMs: K split in two
-  DeviceFacts small = h200;
-  small.multiprocessors = 78;
-  CHECK(default_moe_config(mixtral, 1, small).gemm2.warpgroups == 1);
 }

@@ -3,9 +3,9 @@
 // the holder publishes the key meanwhile or the take times out; an uncontended take counts none.
 #include "engine_fixture.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/store_config.h"
+#include "runtime/test_kernel.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 

@@ -2,8 +2,8 @@
 // cache in a temporary directory, the recompilation log read back as JSON.
 #include "engine_fixture.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
+#include "runtime/test_kernel.h"
 
 #include "support/error.h"
 

@@ -4,9 +4,9 @@
 #include "engine_fixture.h"
 #include "redis_server.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/engine.h"
 #include "runtime/store_config.h"
+#include "runtime/test_kernel.h"
 
 #include "cache/disk_store.h"
 #include "cache/file_io.h"

@@ -2,10 +2,10 @@
 // ones that waited on its slot (runtime/stored_failure.h). No GPU.
 #include "engine_fixture.h"
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
 #include "runtime/stored_failure.h"
+#include "runtime/test_kernel.h"
 
 #include "jit/compiler.h"
 #include "support/error.h"

@@ -3,7 +3,7 @@
 // and a candidate set covers both orientations where the crossover is measured.
 #include "moe_candidates.h"
 
-#include "runtime/ops/moe_tuning.h"
+#include "ops/moe/tuning.h"
 
 #include "engine_fixture.h"
 #include "support/error.h"

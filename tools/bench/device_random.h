@@ -7,9 +7,9 @@
 // sees it in its counters or its log.
 #pragma once
 
-#include "runtime/builtin_kernels.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
+#include "runtime/kernel_def.h"
 #include "support/config.h"
 
 #include <cstdint>

@@ -11,7 +11,7 @@
 
 #include "support/hash.h"
 
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/raw_ostream.h>

@@ -3,8 +3,8 @@
 #include "digest.h"
 #include "moe_routing.h"
 
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_tuning.h"
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 
 #include <algorithm>
 #include <atomic>

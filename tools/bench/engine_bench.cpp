@@ -8,8 +8,8 @@
 #include "bench_common.h"
 
 #include "jit/compiler.h"
-#include "runtime/builtin_kernels.h"
 #include "runtime/tensor_map.h"
+#include "runtime/test_kernel.h"
 
 #include <llvm/Support/raw_ostream.h>
 

@@ -6,7 +6,7 @@
 
 #include "reference/inv_rope_reference.h"
 
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 
 #include <llvm/Support/raw_ostream.h>
 

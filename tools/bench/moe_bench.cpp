@@ -7,12 +7,12 @@
 // 50 MB L2 the previous one filled (the floor is an HBM floor). Each run first measures the
 // machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
-//            table (runtime/ops/moe_config.h) to --table-out (default
-//            runtime/ops/tables/moe-configs-h200.json; after each shape, so a run cut short keeps
+//            table (ops/moe/config.h) to --table-out (default
+//            ops/moe/tables/moe-configs-h200.json; after each shape, so a run cut short keeps
 //            the shapes it finished) and the swap-AB vs normal crossover (best of each orientation
 //            per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
-//   --table  runs a tuned table file instead of the built-in one (runtime/ops/moe_builtin_table.h);
+//   --table  runs a tuned table file instead of the built-in one (ops/moe/builtin_table.h);
 //            --no-table: the default rule
 //   --tokens only some of the token counts (with --tune: a partial re-tune of the table)
 //   --routings N  also GEMM µs averaged over N fresh random routings per token count, as the
@@ -289,7 +289,7 @@ int run_moe_bench(int argc, char** argv) {
            "                         [--routings N] [--tune-routings R]\n"
            "                         [--packed [--packed-reads automatic|bulk|map]]\n"
            "  --table    the tuned table to run and to start --tune from (default: the built-in\n"
-           "             one, runtime/ops/tables/moe-configs-h200.json as built); --no-table: the "
+           "             one, ops/moe/tables/moe-configs-h200.json as built); --no-table: the "
            "default rule\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune,\n"
            "             the table's other buckets are kept as they are\n"
@@ -381,7 +381,7 @@ int run_moe_bench(int argc, char** argv) {
                  static_cast<int>(routings),
                  static_cast<int>(tune_routings)};
   bench.packed = flags.has("--packed");
-  bench.table_out = flags.get("--table-out", "runtime/ops/tables/moe-configs-h200.json");
+  bench.table_out = flags.get("--table-out", "ops/moe/tables/moe-configs-h200.json");
   bench.packed_reads = packed_reads;
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "

@@ -8,10 +8,10 @@
 #include "moe_harness.h"
 #include "moe_models.h"
 
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_tuning.h"
 
 #include <llvm/Support/JSON.h>
 

@@ -1,8 +1,8 @@
 // The tiles `specjit-bench moe --tune` measures (moe_candidates.h).
 #include "moe_candidates.h"
 
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_tuning.h"
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 #include "support/error.h"
 
 #include <fmt/format.h>

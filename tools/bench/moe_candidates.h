@@ -8,9 +8,9 @@
 // lists at the cost of their sum.
 #pragma once
 
+#include "ops/moe/config.h"
+#include "ops/moe/fused_moe.h"
 #include "runtime/engine.h"
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_config.h"
 
 #include <vector>
 

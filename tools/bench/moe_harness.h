@@ -6,10 +6,10 @@
 #include "bench_data.h"
 #include "moe_routing.h"
 
+#include "ops/moe/fused_moe.h"
+#include "ops/moe/tuning.h"
 #include "runtime/driver.h"
 #include "runtime/engine.h"
-#include "runtime/ops/fused_moe.h"
-#include "runtime/ops/moe_tuning.h"
 
 #include <memory>
 #include <utility>

@@ -4,7 +4,7 @@
 // mean over 20 fresh routings.
 #pragma once
 
-#include "runtime/ops/fused_moe.h"
+#include "ops/moe/fused_moe.h"
 
 #include <cstdint>
 #include <optional>

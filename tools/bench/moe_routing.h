@@ -4,7 +4,7 @@
 // many routings (moe --routings N) can be set against its blocks (tools/bench/moe_routing_fit.py).
 #pragma once
 
-#include "runtime/ops/fused_moe.h"
+#include "ops/moe/fused_moe.h"
 
 #include <cstdint>
 #include <vector>

@@ -7,7 +7,7 @@
 // the trace's wall time (GPU), and the compiles of a warm replay in a new process (must be 0).
 #include "bench_common.h"
 
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 
 #include <llvm/Support/raw_ostream.h>
 

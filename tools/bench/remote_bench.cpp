@@ -8,8 +8,8 @@
 // Without --url it starts its own redis-server on a free loopback port.
 #include "bench_common.h"
 
-#include "runtime/builtin_kernels.h"
-#include "runtime/log_reader.h"
+#include "deploy/log_reader.h"
+#include "runtime/test_kernel.h"
 
 #include "cache/disk_store.h"
 #include "cache/remote_store.h"
@@ -53,17 +53,17 @@ std::vector<double> run_node(const Config& config, int variants) {
 }
 
 int64_t compiles_in(const std::string& log) {
-  auto contents = must(runtime::read_log(log), "log");
+  auto contents = must(deploy::read_log(log), "log");
   int64_t compiles = 0;
-  for (const runtime::LogEvent& event : contents.events)
-    compiles += event.kind == runtime::EventKind::compile;
+  for (const deploy::LogEvent& event : contents.events)
+    compiles += event.kind == deploy::EventKind::compile;
   return compiles;
 }
 
 // The remote_hit events' ms: fetch and verification, before the local write.
 std::vector<double> fetch_ms_in(const std::string& log) {
   std::vector<double> ms;
-  for (const runtime::LogEvent& event : must(runtime::read_log(log), "log").events)
+  for (const deploy::LogEvent& event : must(deploy::read_log(log), "log").events)
     if (event.event == "remote_hit")
       ms.push_back(event.ms);
   return ms;

@@ -8,8 +8,8 @@
 
 #include "bench_common.h"
 
-#include "runtime/builtin_kernels.h"
-#include "runtime/ops/fused_moe.h"
+#include "ops/moe/fused_moe.h"
+#include "runtime/kernel_def.h"
 
 #include <llvm/Support/JSON.h>
 

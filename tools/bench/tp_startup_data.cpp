@@ -1,6 +1,6 @@
 #include "tp_startup_data.h"
 
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // The plan every tp-startup rank runs: its flags, the trace, and the variants it needs.
 #include "tp_startup.h"
 
-#include "runtime/ops/inv_rope_fp8_quant.h"
+#include "ops/inv_rope/inv_rope_fp8_quant.h"
 
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/Support/raw_ostream.h>

@@ -2,7 +2,7 @@
 // compiled or read and how long every compile took; the ranks' results say how long each waited.
 #include "tp_startup.h"
 
-#include "runtime/log_reader.h"
+#include "deploy/log_reader.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -33,13 +33,13 @@ struct LogFacts {
   int64_t compile_events = 0;          // by this run's ranks
 };
 
-LogFacts read_facts(const runtime::LogContents& log, const std::set<int64_t>& pids) {
+LogFacts read_facts(const deploy::LogContents& log, const std::set<int64_t>& pids) {
   LogFacts facts;
-  for (const runtime::LogEvent& event : log.events) {
-    const bool compile = event.kind == runtime::EventKind::compile;
+  for (const deploy::LogEvent& event : log.events) {
+    const bool compile = event.kind == deploy::EventKind::compile;
     if (compile)
       facts.compile_ms[event.key] = std::max(facts.compile_ms[event.key], event.ms);
-    if (!pids.count(event.pid) || (!compile && event.kind != runtime::EventKind::disk_hit))
+    if (!pids.count(event.pid) || (!compile && event.kind != deploy::EventKind::disk_hit))
       continue;
     PidEvents& mine = facts.by_pid[event.pid];
     mine.keys.insert(event.key);
@@ -86,9 +86,9 @@ llvm::json::Object analyse_tp_run(const std::string& phase, std::vector<llvm::js
   std::set<int64_t> pids;
   for (const llvm::json::Object& rank : ranks)
     pids.insert(rank.getInteger("pid").getValueOr(-1));
-  runtime::LogContents log;
+  deploy::LogContents log;
   llvm::json::Object run{{"phase", phase}, {"log", log_path}};
-  if (auto read = runtime::read_log(log_path))
+  if (auto read = deploy::read_log(log_path))
     log = std::move(*read);
   else
     run["log_error"] = llvm::toString(read.takeError());

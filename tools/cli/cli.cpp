@@ -1,6 +1,6 @@
 #include "cli.h"
 
-#include "runtime/log_reader.h"
+#include "deploy/log_reader.h"
 
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/raw_ostream.h>
@@ -63,7 +63,7 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 std::string variant_text(const llvm::json::Object& variant) {
-  return "{" + runtime::describe_variant(variant) + "}";
+  return "{" + deploy::describe_variant(variant) + "}";
 }
 
 llvm::json::Value to_json_value(const llvm::json::Object& object) {

@@ -24,7 +24,7 @@ llvm::json::Object kernel_json(const std::string& kernel, const KernelSummary& s
                             {"serving_compiles", summary.serving_compiles}};
 }
 
-void print_text(const std::string& path, const runtime::LogScan& scan, const LogSummary& log) {
+void print_text(const std::string& path, const deploy::LogScan& scan, const LogSummary& log) {
   fmt::print("log: {} ({} events{}{})\n\n", path, log.events(),
              scan.bad_lines ? fmt::format(", {} unreadable lines skipped", scan.bad_lines) : "",
              scan.files.size() > 1 ? fmt::format(", {} files", scan.files.size()) : "");
@@ -56,7 +56,7 @@ void print_text(const std::string& path, const runtime::LogScan& scan, const Log
   }
 }
 
-void print_log_json(const std::string& path, const runtime::LogScan& scan, const LogSummary& log) {
+void print_log_json(const std::string& path, const deploy::LogScan& scan, const LogSummary& log) {
   llvm::json::Array kernel_list, slowest;
   for (const auto& [kernel, summary] : log.kernels())
     kernel_list.push_back(kernel_json(kernel, summary));
@@ -90,10 +90,10 @@ int run_log(Context& context) {
   std::optional<std::string> html = context.args.value("--html");
   LogSummary log(/*keep_points=*/html.has_value());
   // The summary needs no decoded variants or diffs (variant_json is enough).
-  runtime::LogReadOptions options;
+  deploy::LogReadOptions options;
   options.variants = options.diffs = false;
   auto scan = stream_log(
-      context, *path, [&](runtime::LogEvent&& event, llvm::StringRef) { log.add(event); }, options);
+      context, *path, [&](deploy::LogEvent&& event, llvm::StringRef) { log.add(event); }, options);
   if (!scan)
     return report_error(context, scan.takeError());
   if (html) {

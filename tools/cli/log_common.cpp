@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <memory>
 #include <ctime>
+#include <memory>
 
 namespace specjit::cli {
 
@@ -19,7 +19,7 @@ llvm::Expected<std::string> log_file(const Context& context) {
 }
 
 llvm::Expected<int64_t> parse_since(llvm::StringRef text) {
-  if (std::optional<int64_t> micros = runtime::parse_utc_timestamp(text))
+  if (std::optional<int64_t> micros = deploy::parse_utc_timestamp(text))
     return *micros;
   int64_t unit = 0;
   switch (text.empty() ? '\0' : text.back()) {
@@ -57,9 +57,9 @@ int check_since(const Context& context) {
   return k_exit_ok;
 }
 
-llvm::Expected<runtime::LogScan> stream_log(const Context& context, const std::string& path,
-                                            runtime::LogVisitor visit,
-                                            runtime::LogReadOptions options) {
+llvm::Expected<deploy::LogScan> stream_log(const Context& context, const std::string& path,
+                                            deploy::LogVisitor visit,
+                                            deploy::LogReadOptions options) {
   std::optional<int64_t> since;
   if (auto text = context.args.value("--since")) {
     auto parsed = parse_since(*text);
@@ -70,19 +70,19 @@ llvm::Expected<runtime::LogScan> stream_log(const Context& context, const std::s
   if (!options.kernel)
     options.kernel = context.args.value("--kernel");
   std::unique_ptr<ProgressBar> bar;
-  auto progress = [&](const runtime::LogProgress& seen) {
+  auto progress = [&](const deploy::LogProgress& seen) {
     if (!bar)
       bar = std::make_unique<ProgressBar>(seen.bytes_total, "MB");
     bar->update(seen.bytes_read);
   };
-  return runtime::scan_log(
+  return deploy::scan_log(
       path,
-      [&](runtime::LogEvent&& event, llvm::StringRef file) {
+      [&](deploy::LogEvent&& event, llvm::StringRef file) {
         if (since && (!event.ts_micros || *event.ts_micros < *since))
           return;
         visit(std::move(event), file);
       },
-      options, runtime::LogProgressSink(progress));
+      options, deploy::LogProgressSink(progress));
 }
 
 std::string format_micros(int64_t micros) {

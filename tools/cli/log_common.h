@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-#include "runtime/log_reader.h"
+#include "deploy/log_reader.h"
 
 #include <optional>
 #include <string>
@@ -23,9 +23,9 @@ int check_since(const Context& context);
 // the events of --kernel (when given) at or after --since (when given). On a terminal, a
 // progress line on stderr while it reads.
 // `options.kernel` defaults to --kernel.
-llvm::Expected<runtime::LogScan> stream_log(const Context& context, const std::string& path,
-                                            runtime::LogVisitor visit,
-                                            runtime::LogReadOptions options = {});
+llvm::Expected<deploy::LogScan> stream_log(const Context& context, const std::string& path,
+                                            deploy::LogVisitor visit,
+                                            deploy::LogReadOptions options = {});
 // Microseconds since the epoch as "2026-11-29T16:26:23Z".
 std::string format_micros(int64_t micros);
 

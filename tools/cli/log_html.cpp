@@ -67,12 +67,12 @@ void draw_row(std::string& svg, const Axis& axis, int y, const std::string& kern
                      k_label_width + k_width - 8, y);
   for (const TimelinePoint& p : points) {
     double x = axis.x(p.ts_micros);
-    if (p.kind == runtime::EventKind::compile)
+    if (p.kind == deploy::EventKind::compile)
       svg += fmt::format("<circle cx='{:.1f}' cy='{}' r='{:.1f}' fill='{}' fill-opacity='0.75'>"
                          "<title>{:.1f} ms ({})</title></circle>",
                          x, y, radius(p.ms), p.serving ? k_serving_colour : k_warmup_colour, p.ms,
                          p.serving ? "serving" : "warmup");
-    else if (p.kind == runtime::EventKind::storm)
+    else if (p.kind == deploy::EventKind::storm)
       svg += fmt::format("<path d='M{0:.1f} {1} l7 12 h-14 z' fill='{2}'><title>storm: {3}"
                          "</title></path>",
                          x, y - 14, k_storm_colour, escape(p.label));
@@ -140,7 +140,7 @@ std::string slowest_table(const LogSummary& log) {
 
 } // namespace
 
-std::string render_log_page(const std::string& log_path, const runtime::LogScan& scan,
+std::string render_log_page(const std::string& log_path, const deploy::LogScan& scan,
                             const LogSummary& log) {
   std::string span = log.first() ? fmt::format("{} .. {}", format_micros(*log.first()),
                                                format_micros(*log.last()))
@@ -170,7 +170,7 @@ std::string render_log_page(const std::string& log_path, const runtime::LogScan&
 }
 
 llvm::Error write_log_page(const std::string& page, const std::string& log_path,
-                           const runtime::LogScan& scan, const LogSummary& log) {
+                           const deploy::LogScan& scan, const LogSummary& log) {
   std::string text = render_log_page(log_path, scan, log);
   std::string temp = page + ".tmp";
   {

@@ -12,10 +12,10 @@
 namespace specjit::cli {
 
 // The page as text.
-std::string render_log_page(const std::string& log_path, const runtime::LogScan& scan,
+std::string render_log_page(const std::string& log_path, const deploy::LogScan& scan,
                             const LogSummary& log);
 // Writes it to `page` (through a temporary file and a rename: never a half page).
 llvm::Error write_log_page(const std::string& page, const std::string& log_path,
-                           const runtime::LogScan& scan, const LogSummary& log);
+                           const deploy::LogScan& scan, const LogSummary& log);
 
 } // namespace specjit::cli

@@ -15,16 +15,16 @@ bool slower(const SlowCompile& a, const SlowCompile& b) {
 
 } // namespace
 
-bool is_strict_refusal(const runtime::LogEvent& event) {
-  return event.kind == runtime::EventKind::compile_failed &&
+bool is_strict_refusal(const deploy::LogEvent& event) {
+  return event.kind == deploy::EventKind::compile_failed &&
          llvm::StringRef(event.log).startswith("refused:");
 }
 
-void LogSummary::add_point(const runtime::LogEvent& event, std::string label) {
+void LogSummary::add_point(const deploy::LogEvent& event, std::string label) {
   if (!m_keep_points || !event.ts_micros)
     return;
   std::vector<TimelinePoint>& points = m_points[event.kernel];
-  if (event.kind == runtime::EventKind::compile && points.size() >= k_max_points_per_kernel) {
+  if (event.kind == deploy::EventKind::compile && points.size() >= k_max_points_per_kernel) {
     ++m_dropped_points;
     return;
   }
@@ -32,7 +32,7 @@ void LogSummary::add_point(const runtime::LogEvent& event, std::string label) {
                     std::move(label)});
 }
 
-void LogSummary::add(const runtime::LogEvent& event) {
+void LogSummary::add(const deploy::LogEvent& event) {
   ++m_events;
   if (event.ts_micros) {
     m_first = std::min(m_first.value_or(*event.ts_micros), *event.ts_micros);
@@ -47,7 +47,7 @@ void LogSummary::add(const runtime::LogEvent& event) {
       summary.variants.emplace(id.str());
   };
   switch (event.kind) {
-  case runtime::EventKind::compile: {
+  case deploy::EventKind::compile: {
     ++summary.compiles;
     summary.compile_ms += event.ms;
     summary.serving_compiles += event.phase == "serving";
@@ -67,18 +67,18 @@ void LogSummary::add(const runtime::LogEvent& event) {
     }
     break;
   }
-  case runtime::EventKind::disk_hit:
+  case deploy::EventKind::disk_hit:
     ++summary.disk_hits;
     note_variant();
     break;
-  case runtime::EventKind::compile_failed:
+  case deploy::EventKind::compile_failed:
     ++summary.failures;
     if (is_strict_refusal(event)) {
       ++summary.refusals;
-      add_point(event, runtime::describe_variant(runtime::variant_from_json(event.variant_json)));
+      add_point(event, deploy::describe_variant(deploy::variant_from_json(event.variant_json)));
     }
     break;
-  case runtime::EventKind::storm:
+  case deploy::EventKind::storm:
     summary.storms[event.param] = event.distinct_values;
     add_point(event, event.param);
     break;

@@ -4,7 +4,7 @@
 // kernel are kept as events.
 #pragma once
 
-#include "runtime/log_reader.h"
+#include "deploy/log_reader.h"
 
 #include <cstdint>
 #include <map>
@@ -34,7 +34,7 @@ struct TimelinePoint {
   int64_t ts_micros = 0;
   double ms = 0;
   bool serving = false;
-  runtime::EventKind kind = runtime::EventKind::compile;
+  deploy::EventKind kind = deploy::EventKind::compile;
   std::string label; // storm: the parameter; refusal: the variant
 };
 
@@ -45,13 +45,13 @@ struct SlowCompile {
   uint64_t order = 0; // position in the log: ties go to the earlier compile
 
   // Decoded only for the few compiles that are shown.
-  llvm::json::Object variant() const { return runtime::variant_from_json(variant_json); }
+  llvm::json::Object variant() const { return deploy::variant_from_json(variant_json); }
 };
 
 class LogSummary {
 public:
   explicit LogSummary(bool keep_points) : m_keep_points(keep_points) {}
-  void add(const runtime::LogEvent& event);
+  void add(const deploy::LogEvent& event);
 
   size_t events() const { return m_events; }
   const std::map<std::string, KernelSummary>& kernels() const { return m_kernels; }
@@ -65,7 +65,7 @@ public:
   std::optional<int64_t> last() const { return m_last; }
 
 private:
-  void add_point(const runtime::LogEvent& event, std::string label);
+  void add_point(const deploy::LogEvent& event, std::string label);
 
   bool m_keep_points;
   size_t m_events = 0;
@@ -78,6 +78,6 @@ private:
   uint64_t m_order = 0;
 };
 
-bool is_strict_refusal(const runtime::LogEvent& event);
+bool is_strict_refusal(const deploy::LogEvent& event);
 
 } // namespace specjit::cli

@@ -6,10 +6,10 @@
 #include "progress.h"
 #include "remote_push.h"
 
-#include "runtime/builtin_kernels.h"
+#include "deploy/builtin_kernels.h"
+#include "deploy/log_reader.h"
+#include "deploy/manifest.h"
 #include "runtime/engine.h"
-#include "runtime/log_reader.h"
-#include "runtime/manifest.h"
 
 #include <llvm/Support/MemoryBuffer.h>
 

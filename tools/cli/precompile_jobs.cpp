@@ -1,9 +1,9 @@
 #include "precompile_jobs.h"
 
-#include "runtime/builtin_kernels.h"
-#include "runtime/log_reader.h"
-#include "runtime/manifest.h"
-#include "runtime/reference_models.h"
+#include "deploy/builtin_kernels.h"
+#include "deploy/log_reader.h"
+#include "deploy/manifest.h"
+#include "deploy/reference_models.h"
 
 #include "support/bounded_file.h"
 #include "support/error.h"
@@ -100,7 +100,7 @@ llvm::Error add_manifest(const std::string& path, Planner& planner) {
   auto text = read_regular_file(path, "manifest", k_max_manifest_bytes);
   if (!text)
     return text.takeError();
-  auto manifest = runtime::parse_manifest_document(*text, path);
+  auto manifest = deploy::parse_manifest_document(*text, path);
   if (!manifest)
     return manifest.takeError();
   for (const runtime::KernelDef& def : manifest->kernels)
@@ -142,14 +142,14 @@ runtime::Policy policy_for(const runtime::SpecValue& spec, const runtime::Policy
 
 // Errors say why this build cannot rebuild the variant; the caller adds where. A kernel a
 // manifest defines takes precedence: the parser keeps its ids apart from the built-in ones.
-llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const Planner& planner) {
+llvm::Expected<Job> replay_job(const deploy::LogEvent& event, const Planner& planner) {
   const runtime::KernelDef* user = planner.defined(event.kernel);
   std::optional<runtime::KernelDef> def = user ? std::optional<runtime::KernelDef>(*user)
-                                               : runtime::find_kernel_definition(event.kernel);
+                                               : deploy::find_kernel_definition(event.kernel);
   if (!def)
     return make_error(Errc::invalid_argument,
                       "not a kernel this build knows nor one a --manifest defines");
-  Job job{*def, {}, std::vector<runtime::SpecValue>{}, 0, runtime::describe_variant(event.variant)};
+  Job job{*def, {}, std::vector<runtime::SpecValue>{}, 0, deploy::describe_variant(event.variant)};
   for (runtime::ParamDef& param : job.def.params) {
     const llvm::json::Value* value = event.variant.get(param.name);
     if (value == nullptr)
@@ -189,7 +189,7 @@ llvm::Expected<Job> replay_job(const runtime::LogEvent& event, const Planner& pl
 // One distinct variant of the log (kernel and key), with the architecture a compile of it
 // named; disk_hit events name none.
 struct LoggedVariant {
-  runtime::LogEvent event;
+  deploy::LogEvent event;
   std::string where; // FILE:LINE of its first event
   std::string arch;
   size_t events = 0;
@@ -210,16 +210,16 @@ llvm::Error add_log(const std::string& path, Planner& planner, PlannedJobs& plan
   std::vector<LoggedVariant> variants;
   std::map<std::string, size_t> index;
   // Only the first event of each variant is decoded (variant_from_json below).
-  runtime::LogReadOptions options;
+  deploy::LogReadOptions options;
   options.variants = options.diffs = false;
-  auto scan = runtime::scan_log(path, [&](runtime::LogEvent&& event, llvm::StringRef file) {
-    if (event.kind != runtime::EventKind::compile && event.kind != runtime::EventKind::disk_hit)
+  auto scan = deploy::scan_log(path, [&](deploy::LogEvent&& event, llvm::StringRef file) {
+    if (event.kind != deploy::EventKind::compile && event.kind != deploy::EventKind::disk_hit)
       return;
     std::string id = event.kernel + "|" + (event.key.empty() ? event.variant_json : event.key);
     auto [it, added] = index.try_emplace(id, variants.size());
     if (added) {
       std::string where = fmt::format("{}:{}", file.str(), event.line);
-      event.variant = runtime::variant_from_json(event.variant_json);
+      event.variant = deploy::variant_from_json(event.variant_json);
       variants.push_back({std::move(event), std::move(where), "", 0});
     }
     LoggedVariant& logged = variants[it->second];
@@ -266,7 +266,7 @@ llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Ar
     if (auto err = add_log(path, planner, plan))
       return err;
   for (const std::string& name : models) {
-    auto requests = runtime::reference_model_variants(name);
+    auto requests = deploy::reference_model_variants(name);
     if (!requests)
       return make_error(Errc::invalid_argument, "--model: {}",
                         llvm::toString(requests.takeError()));
@@ -276,7 +276,7 @@ llvm::Error plan_jobs(const Context& context, const std::vector<std::optional<Ar
   }
   if (manifests.empty() && logs.empty() && models.empty()) {
     std::vector<size_t> targets = planner.targets_for(std::nullopt);
-    for (const runtime::VariantRequest& request : runtime::default_variants())
+    for (const runtime::VariantRequest& request : deploy::default_variants())
       planner.add(Job{request.def, request.values, std::nullopt, 0, label_of(request)}, targets);
   }
   if (plan.targets.empty()) // an empty manifest still reports the engine's architecture

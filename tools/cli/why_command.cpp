@@ -31,9 +31,9 @@ CachedKernel cached_kernel(const Context& context, const std::string& kernel) {
     ++cached.entries;
     std::string key = entry.key ? entry.key->hex() : entry.location.path;
     for (const auto& [param, value] : entry.metadata->variant)
-      cached.values[param.str()][key] = runtime::variant_value_text(value);
+      cached.values[param.str()][key] = deploy::variant_value_text(value);
     for (const auto& [param, value] : entry.metadata->policies)
-      cached.policies.emplace(param.str(), runtime::variant_value_text(value));
+      cached.policies.emplace(param.str(), deploy::variant_value_text(value));
   }
   return cached;
 }
@@ -51,7 +51,7 @@ std::set<std::string> other_values(const CachedKernel& cached, const std::string
   return values;
 }
 
-std::string explain_param(const CachedKernel& cached, const runtime::LogEvent& event,
+std::string explain_param(const CachedKernel& cached, const deploy::LogEvent& event,
                           const std::string& param, std::string policy,
                           const std::string& requested, int64_t& other_count) {
   if (policy.empty() && cached.policies.count(param))
@@ -72,7 +72,7 @@ std::string explain_param(const CachedKernel& cached, const runtime::LogEvent& e
                                                   others.size() == 1 ? "" : "s"));
 }
 
-std::string explain_component(const runtime::LoggedDiff& diff) {
+std::string explain_component(const deploy::LoggedDiff& diff) {
   if (diff.component == "source_digest")
     return fmt::format("source_digest: the kernel source or a header it includes changed "
                        "(cached {}, now {})",
@@ -86,10 +86,10 @@ std::string explain_component(const runtime::LoggedDiff& diff) {
   return fmt::format("{}: cached {}, requested {}", diff.component, diff.cached, diff.requested);
 }
 
-llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& event,
+llvm::json::Object explain(const CachedKernel& cached, const deploy::LogEvent& event,
                            std::vector<std::string>& lines) {
   llvm::json::Array components;
-  auto add = [&](const runtime::LoggedDiff& diff, std::string text, int64_t others) {
+  auto add = [&](const deploy::LoggedDiff& diff, std::string text, int64_t others) {
     lines.push_back(text);
     llvm::json::Object item{{"component", diff.component},
                             {"cached", diff.cached},
@@ -99,7 +99,7 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
       item["other_cached_values"] = others;
     components.push_back(std::move(item));
   };
-  for (const runtime::LoggedDiff& diff : event.diff) {
+  for (const deploy::LoggedDiff& diff : event.diff) {
     int64_t others = -1;
     if (event.variant.get(diff.component) == nullptr) {
       add(diff, explain_component(diff), -1);
@@ -112,7 +112,7 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
   if (event.diff.empty() && event.reason == "new_variant") // an older log without a diff
     for (const auto& [param, value] : event.variant) {
       int64_t others = -1;
-      std::string requested = runtime::variant_value_text(value);
+      std::string requested = deploy::variant_value_text(value);
       if (other_values(cached, param.str(), event.key, "").count(requested))
         continue;
       std::string text = explain_param(cached, event, param.str(), "", requested, others);
@@ -134,10 +134,10 @@ llvm::json::Object explain(const CachedKernel& cached, const runtime::LogEvent& 
 }
 
 // --variant cols=128,num_tokens=62: every named parameter must show that value.
-bool matches(const runtime::LogEvent& event, const std::map<std::string, std::string>& wanted) {
+bool matches(const deploy::LogEvent& event, const std::map<std::string, std::string>& wanted) {
   for (const auto& [param, value] : wanted) {
     const llvm::json::Value* actual = event.variant.get(param);
-    if (actual == nullptr || runtime::variant_value_text(*actual) != value)
+    if (actual == nullptr || deploy::variant_value_text(*actual) != value)
       return false;
   }
   return true;
@@ -169,20 +169,20 @@ int run_why(Context& context) {
   if (!path)
     return report_error(context, path.takeError());
   // Streams the log keeping only the latest `last` matching compiles.
-  std::deque<runtime::LogEvent> compiles;
+  std::deque<deploy::LogEvent> compiles;
   int64_t storms = 0;
-  auto scan = stream_log(context, *path, [&](runtime::LogEvent&& event, llvm::StringRef) {
+  auto scan = stream_log(context, *path, [&](deploy::LogEvent&& event, llvm::StringRef) {
     if (event.kernel != kernel)
       return;
-    if (event.kind == runtime::EventKind::storm && ++storms && !context.json)
+    if (event.kind == deploy::EventKind::storm && ++storms && !context.json)
       fmt::print("storm: {} distinct values of {} compiled; consider policy dynamic or bucketed\n",
                  event.distinct_values, event.param);
-    if (event.kind != runtime::EventKind::compile || !matches(event, wanted))
+    if (event.kind != deploy::EventKind::compile || !matches(event, wanted))
       return;
     compiles.push_back(std::move(event));
     if (compiles.size() > last)
       compiles.pop_front();
-  }, runtime::LogReadOptions{true, true, kernel});
+  }, deploy::LogReadOptions{true, true, kernel});
   if (!scan)
     return report_error(context, scan.takeError());
   if (compiles.empty())
@@ -190,8 +190,8 @@ int run_why(Context& context) {
                                              wanted.empty() ? "" : " matching --variant", *path));
   CachedKernel cached = cached_kernel(context, kernel);
   llvm::json::Array explanations;
-  for (const runtime::LogEvent& compile : compiles) {
-    const runtime::LogEvent* event = &compile;
+  for (const deploy::LogEvent& compile : compiles) {
+    const deploy::LogEvent* event = &compile;
     std::vector<std::string> lines;
     explanations.push_back(explain(cached, *event, lines));
     if (context.json)

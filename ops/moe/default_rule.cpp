@@ -1,0 +1,121 @@
+// The default tile rule of the fused MoE layer (ops/moe/config.h: default_moe_config):
+// the configuration a shape gets on a target where no table entry serves it.
+#include "ops/moe/config.h"
+
+#include <algorithm>
+
+namespace specjit::ops {
+
+const std::vector<int64_t>& default_moe_buckets() {
+  static const std::vector<int64_t> buckets = {4, 16, 64, 256, 1024, 4096};
+  return buckets;
+}
+
+namespace {
+
+// Shrinks block_n (and then warps_n) until the tile divides `rows` of the weight.
+GemmTile fit(GemmTile tile, int64_t out_columns, bool gated) {
+  auto divides = [&](const GemmTile& t) {
+    const int64_t per_tile = gated ? t.block_n / 2 : t.block_n;
+    return t.block_n % (16 * t.warps_n) == 0 && per_tile % 8 == 0 && out_columns % per_tile == 0;
+  };
+  while (!divides(tile) && tile.block_n > 16) {
+    tile.block_n /= 2;
+    while (tile.block_n % (16 * tile.warps_n) != 0 && tile.warps_n > 1)
+      tile.warps_n /= 2;
+  }
+  return tile;
+}
+
+MoeTileConfig mma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                          int64_t sms) {
+  MoeTileConfig c;
+  if (per_expert <= 16) {
+    // Weight streaming: 16-row tiles; narrow enough that the experts hit fill the GPU twice.
+    c.block_m = 16;
+    c.gemm1 = {64, 1, 4, 4};
+    c.gemm2 = {64, 1, 4, 4};
+    if (experts_hit * (2 * shape.intermediate / 64) < 2 * sms)
+      c.gemm1 = {32, 1, 2, 6};
+    if (experts_hit * (shape.hidden / 64) < 2 * sms)
+      c.gemm2 = {32, 1, 2, 6};
+  } else if (per_expert <= 48) {
+    c.block_m = 32;
+    c.gemm1 = {128, 2, 2, 4};
+    c.gemm2 = {128, 2, 2, 4};
+  } else if (per_expert <= 128) {
+    c.block_m = 64;
+    c.gemm1 = {128, 2, 2, 4};
+    c.gemm2 = {128, 2, 2, 4};
+  } else {
+    c.block_m = 128;
+    c.gemm1 = {128, 2, 4, 3};
+    c.gemm2 = {128, 2, 4, 3};
+  }
+  c.gemm1 = fit(c.gemm1, shape.intermediate, true);
+  c.gemm2 = fit(c.gemm2, shape.hidden, false);
+  return c;
+}
+
+// The widest normal-orientation weight tile that divides the outputs: 256 rows (bf16; FP8 stays
+// at 128, its f16 stage copy would not leave room for 4 stages), 128, 64.
+int wgmma_block_n(int64_t out_columns, bool gated, bool fp8) {
+  for (int block_n : {fp8 ? 128 : 256, 128, 64})
+    if (out_columns % (gated ? block_n / 2 : block_n) == 0)
+      return block_n;
+  return 64;
+}
+
+MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
+                            int64_t sms) {
+  MoeTileConfig c;
+  auto tile = [](int block_n, int stages, bool swap_ab, int warpgroups) {
+    return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups);
+  };
+  if (per_expert <= 32) {
+    // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
+    c.block_m = 8;
+    while (c.block_m < per_expert)
+      c.block_m *= 2;
+    // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
+    auto split = [&](int64_t out_columns) {
+      return experts_hit * (out_columns / 64) < sms ? 2 : 1;
+    };
+    // Packed GEMM1 tiles (32 output columns) double the CTAs when 64-column tiles are too few.
+    const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
+    c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
+    c.gemm2 = tile(64, 8, true, split(shape.hidden));
+  } else {
+    const int warpgroups = per_expert <= 96 ? 1 : 2;
+    c.block_m = 64 * warpgroups;
+    const bool fp8 = shape.dtype == MoeDType::fp8;
+    c.gemm1 = tile(wgmma_block_n(shape.intermediate, true, fp8), 4, false, warpgroups);
+    c.gemm2 = tile(wgmma_block_n(shape.hidden, false, fp8), 4, false, warpgroups);
+  }
+  return c;
+}
+
+} // namespace
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
+                                 const runtime::DeviceFacts& target) {
+  const Arch& arch = target.arch;
+  const int64_t slots = std::max<int64_t>(tokens, 1) * shape.top_k;
+  const int64_t per_expert = (slots + shape.experts - 1) / std::max<int64_t>(shape.experts, 1);
+  const int64_t experts_hit = std::min(shape.experts, slots);
+  const int64_t sms = target.multiprocessors;
+  if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
+    MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit, sms);
+    llvm::Error err = check_moe_config(shape, c, arch);
+    if (!err)
+      return c;
+    llvm::consumeError(std::move(err)); // e.g. a shape whose tiles do not fit: mma.sync
+  }
+  return mma_default(shape, per_expert, experts_hit, sms);
+}
+
+MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens, const Arch& arch) {
+  return default_moe_config(shape, tokens, runtime::DeviceFacts::for_target(arch));
+}
+
+} // namespace specjit::ops

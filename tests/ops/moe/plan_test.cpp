@@ -1,0 +1,69 @@
+// The fused MoE op's plan (ops/moe/plan.h): the stages' kernels in launch order, and the
+// launches it refuses, with no GPU. That it launches only what precompile prepares:
+// tests/deploy/manifest_moe_test.
+#include "ops/moe/plan.h"
+
+#include "test_support.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace specjit;
+using namespace specjit::ops;
+using runtime::VariantRequest;
+
+TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
+  const runtime::DeviceFacts sm90a =
+      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  TunedMoeOptions options;
+  auto all = moe_detail::plan_fused_moe(qwen, 1024, sm90a, options, MoeWeightLayout::row_major);
+  REQUIRE(static_cast<bool>(all));
+  std::vector<std::string> kernels;
+  for (const VariantRequest& r : all->variants())
+    kernels.push_back(r.def.id);
+  // The table's Qwen3 T = 1024 GEMM1 runs on e4m3 tensor cores; DeepSeek's at T = 1024 reads an
+  // f16 copy of the tokens (below).
+  CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_wgmma1_e4m3",
+                                            "moe_wgmma2_fp8", "moe_reduce"});
+  // Exact accumulation: the same tile on f16 MMAs.
+  TunedMoeOptions exact = options;
+  exact.accumulation = MoeAccumulation::exact;
+  auto exact_plan = moe_detail::plan_fused_moe(qwen, 1024, sm90a, exact, MoeWeightLayout::row_major);
+  REQUIRE(static_cast<bool>(exact_plan));
+  CHECK(exact_plan->config.gemm1.block_n == all->config.gemm1.block_n);
+  CHECK_FALSE(exact_plan->config.gemm1.e4m3);
+  CHECK(exact_plan->variants()[2].def.id == "moe_wgmma1_fp8");
+  options.stages = moe_stage_gemm1 | moe_stage_gemm2;
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  auto gemms = moe_detail::plan_fused_moe(deepseek, 1024, sm90a, options, MoeWeightLayout::row_major);
+  REQUIRE(static_cast<bool>(gemms));
+  kernels.clear();
+  for (const VariantRequest& r : gemms->variants())
+    kernels.push_back(r.def.id);
+  CHECK(kernels == std::vector<std::string>{"moe_tokens_f16", "moe_wgmma1_fp8", "moe_wgmma2_fp8"});
+  // GEMM2 alone has no GEMM1 of this call to follow programmatically.
+  options.stages = moe_stage_gemm2;
+  auto alone = moe_detail::plan_fused_moe(qwen, 1024, sm90a, options, MoeWeightLayout::row_major);
+  REQUIRE(static_cast<bool>(alone));
+  CHECK_FALSE(alone->programmatic);
+  CHECK(all->programmatic);
+}
+
+TEST_CASE("planning refuses what the launch could not run, with no GPU") {
+  const runtime::DeviceFacts sm90a = runtime::DeviceFacts::for_target(Arch{9, 0, true});
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  TunedMoeOptions options;
+  options.config = MoeTileConfig{16, {64, 1, 4, 4}, {64, 1, 4, 4}}; // mma.sync tiles
+  auto packed = moe_detail::plan_fused_moe(qwen, 16, sm90a, options, MoeWeightLayout::packed);
+  REQUIRE_FALSE(static_cast<bool>(packed));
+  CHECK(llvm::toString(packed.takeError()).find("packed weights are read by wgmma tiles") !=
+        std::string::npos);
+  // mma.sync tiles put token blocks on grid y: at most 65535 of them.
+  auto many = moe_detail::plan_fused_moe(qwen, 200000, sm90a, options, MoeWeightLayout::row_major);
+  REQUIRE_FALSE(static_cast<bool>(many));
+  CHECK(llvm::toString(many.takeError()).find("at most 65535 with mma.sync tiles") !=
+        std::string::npos);
+}
