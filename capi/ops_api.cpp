@@ -13,6 +13,8 @@
 #include "runtime/driver.h"
 #include "support/error.h"
 
+#include <cstddef>
+
 using namespace specjit;
 using namespace specjit::capi;
 using runtime::DType;
@@ -107,9 +109,14 @@ llvm::Error fused_moe(specjit_engine* engine, const specjit_moe_args* args, CUst
   constexpr const char* function = "specjit_op_fused_moe";
   if (auto err = check_engine(engine, function))
     return err;
-  if (auto err = check_struct(args, args ? args->struct_size : 0, sizeof(specjit_moe_args),
-                              function, "args"))
+  // The first version ended before exact_accumulation.
+  constexpr size_t k_first_version = offsetof(specjit_moe_args, exact_accumulation);
+  if (auto err = check_struct(args, args ? args->struct_size : 0, k_first_version, function,
+                              "args"))
     return err;
+  const bool exact = args->struct_size >= offsetof(specjit_moe_args, exact_accumulation) +
+                                              sizeof(args->exact_accumulation) &&
+                     args->exact_accumulation != 0;
   ops::FusedMoeTensors t;
   struct Field {
     const specjit_tensor* tensor;
@@ -144,6 +151,7 @@ llvm::Error fused_moe(specjit_engine* engine, const specjit_moe_args* args, CUst
     return shape.takeError();
   ops::TunedMoeOptions options;
   options.renormalize = args->renormalize != 0;
+  options.accumulation = exact ? ops::MoeAccumulation::exact : ops::MoeAccumulation::e4m3;
   runtime::Engine& e = *engine->engine;
   if (args->router_logits == nullptr) {
     if (auto err = copy_precomputed_topk(e, *shape, *args, t, stream))

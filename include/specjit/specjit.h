@@ -243,6 +243,11 @@ typedef struct specjit_moe_args {
   const specjit_tensor* w2_scale;      /* fp8: f32[E] */
   const specjit_tensor* out;           /* bf16[T, H] */
   const specjit_tensor* workspace;     /* u8[>= specjit_moe_workspace_bytes], 256-aligned */
+  /* Added after the first version (read only when struct_size covers it; zero otherwise):
+   * nonzero runs FP8 GEMM1 with exact accumulation (f16 MMAs of exact conversions, bit for bit
+   * the re-quantizing reference's intermediate); zero, e4m3 tensor cores where the tuned table
+   * says so, as accurate against the layer's float64 truth (docs/moe.md, "Accumulation"). */
+  int exact_accumulation;
 } specjit_moe_args;
 SPECJIT_API specjit_status specjit_moe_workspace_bytes(int64_t experts, int64_t top_k,
                                                        int64_t hidden, int64_t intermediate,

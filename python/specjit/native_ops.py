@@ -71,11 +71,15 @@ def _moe_routing(views, t, e, router_logits, topk_weights, topk_ids, top_k):
 def fused_moe(hidden_states, w1, w2, out, workspace, *, router_logits=None, topk_weights=None,
               topk_ids=None, top_k: int = 0, renormalize: bool = True, w1_scale=None,
               w2_scale=None, a1_scale=None, a2_scale=None, engine: Engine | None = None,
-              stream=None) -> None:
+              stream=None, accumulation: str = "e4m3") -> None:
     """The fused MoE layer into ``out`` bf16[T, H]: FP8 W8A8 per-tensor (hidden_states e4m3,
     w1 = w13 e4m3[E, 2I, H], w2 e4m3[E, H, I], w1_scale/w2_scale f32[E], a1_scale/a2_scale
     f32[1]) or bf16 (no scales). Routing from router_logits f32[T, E] (softmax, top_k,
-    renormalize) or from topk_weights f32[T, k] and topk_ids int32[T, k]."""
+    renormalize) or from topk_weights f32[T, k] and topk_ids int32[T, k]. accumulation: FP8
+    GEMM1 on e4m3 tensor cores where the tuned table says ("e4m3", the default) or on f16 MMAs,
+    bit for bit the re-quantizing reference ("exact"); docs/moe.md, "Accumulation"."""
+    if accumulation not in ("e4m3", "exact"):
+        raise InvalidArgumentError(f"accumulation={accumulation!r}: expected 'e4m3' or 'exact'")
     views = _moe_weights(hidden_states, w1, w2)
     t, h = views["hidden_states"].shape
     e, i = views["w13"].shape[0], views["w2"].shape[2]
@@ -99,4 +103,5 @@ def fused_moe(hidden_states, w1, w2, out, workspace, *, router_logits=None, topk
                                    f"expected at least {need}")
     check_devices(views)
     lib.op_fused_moe((engine or default_engine())._native, e, k, h, i, bool(renormalize),
-                     {n: descriptor(v) for n, v in views.items()}, stream)
+                     {n: descriptor(v) for n, v in views.items()}, stream,
+                     accumulation == "exact")

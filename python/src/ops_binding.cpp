@@ -24,7 +24,8 @@ void inv_rope_fp8_quant(NativeEngine& engine, nb::handle o, nb::handle positions
 
 // `tensors` maps specjit_moe_args' tensor names to descriptors (absent or None: NULL).
 void fused_moe(NativeEngine& engine, int64_t experts, int64_t top_k, int64_t hidden,
-               int64_t intermediate, bool renormalize, nb::dict tensors, nb::handle stream) {
+               int64_t intermediate, bool renormalize, nb::dict tensors, nb::handle stream,
+               bool exact_accumulation) {
   static const char* const names[] = {"hidden_states", "router_logits", "topk_weights",
                                       "topk_ids",      "w13",           "w2",
                                       "a1_scale",      "w13_scale",     "a2_scale",
@@ -39,6 +40,7 @@ void fused_moe(NativeEngine& engine, int64_t experts, int64_t top_k, int64_t hid
   a.hidden = hidden;
   a.intermediate = intermediate;
   a.renormalize = renormalize;
+  a.exact_accumulation = exact_accumulation;
   const specjit_tensor** slots[] = {&a.hidden_states, &a.router_logits, &a.topk_weights,
                                     &a.topk_ids,      &a.w13,           &a.w2,
                                     &a.a1_scale,      &a.w13_scale,     &a.a2_scale,
@@ -90,7 +92,7 @@ void bind_ops(nb::module_& m) {
         nb::arg("stream").none());
   m.def("op_fused_moe", &fused_moe, nb::arg("engine"), nb::arg("experts"), nb::arg("top_k"),
         nb::arg("hidden"), nb::arg("intermediate"), nb::arg("renormalize"), nb::arg("tensors"),
-        nb::arg("stream").none());
+        nb::arg("stream").none(), nb::arg("exact_accumulation") = false);
   m.def("moe_workspace_bytes", &moe_workspace_bytes);
 }
 

@@ -2,6 +2,8 @@
 // the host before anything is launched, so these run without a GPU.
 #include "capi_test_support.h"
 
+#include <cstddef>
+
 using namespace specjit::test;
 
 namespace {
@@ -107,6 +109,13 @@ TEST_CASE("fused_moe checks its argument struct and tensors before launching") {
   CHECK_STATUS(specjit_op_fused_moe(engine.get(), &small, nullptr),
                SPECJIT_ERROR_INVALID_ARGUMENT);
   CHECK(last_error_has("args->struct_size is 24"));
+  // A caller built against the first version (no exact_accumulation) passes the size check.
+  specjit_moe_args first = args;
+  first.struct_size = offsetof(specjit_moe_args, exact_accumulation);
+  CHECK_STATUS(specjit_op_fused_moe(engine.get(), &first, nullptr),
+               SPECJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(last_error_has("topk_ids"));
+  CHECK_FALSE(last_error_has("struct_size"));
   CHECK_STATUS(specjit_op_fused_moe(engine.get(), &args, nullptr),
                SPECJIT_ERROR_INVALID_ARGUMENT);
   CHECK(last_error_has("topk_ids"));

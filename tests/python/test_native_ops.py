@@ -89,6 +89,15 @@ def test_fused_moe_bad_inputs_are_named(name, bad, match):
         native_ops.fused_moe(**moe_args(**{name: bad}))
 
 
+def test_fused_moe_accumulation_is_e4m3_or_exact():
+    with pytest.raises(specjit.InvalidArgumentError, match="accumulation='fp16': expected"):
+        native_ops.fused_moe(**moe_args(), accumulation="fp16")
+    # Both names pass the argument checks (the host tensors are refused after them).
+    for accumulation in ("e4m3", "exact"):
+        with pytest.raises(specjit.InvalidArgumentError, match="a tensor on the cpu"):
+            native_ops.fused_moe(**moe_args(), accumulation=accumulation)
+
+
 def test_fused_moe_bf16_takes_no_scales():
     with pytest.raises(specjit.InvalidArgumentError, match="a1_scale: given"):
         native_ops.fused_moe(**moe_args(fp8=False, a1_scale=np.ones(1, np.float32)))
