@@ -1,15 +1,13 @@
 // specjit-bench digest's fused MoE cases (digest.h).
 #include "bench_data.h"
 #include "digest.h"
+#include "moe_harness.h"
 #include "moe_routing.h"
 
 #include "ops/moe/fused_moe.h"
 #include "ops/moe/tuning.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <thread>
 
 namespace specjit::bench {
 
@@ -18,7 +16,7 @@ namespace {
 using runtime::DType;
 
 // A model's layer on the device: random activations and weights as `specjit-bench moe` draws
-// them (bench_data's seeds 1-3), the fixed routing's logits, both weight layouts.
+// them (moe_host_data), the fixed routing's logits, both weight layouts.
 struct MoeLayer {
   ops::MoeShape s;
   int64_t max_tokens;
@@ -30,19 +28,11 @@ struct MoeLayer {
         w2_packed(drv, w2.bytes), scales(drv, (2 + 2 * s.experts) * 4),
         logits(drv, tokens * s.experts * 4), out(drv, tokens * s.hidden * 2),
         work(drv, ops::moe_workspace_layout(s, tokens).bytes) {
-    const bool fp8 = s.dtype == ops::MoeDType::fp8;
-    const RandomTensor hx = random_tensor(1, tokens * s.hidden, fp8, 1.0f, 1);
-    const RandomTensor hw13 = random_tensor(s.experts, 2 * s.intermediate * s.hidden, fp8,
-                                            1.0f / std::sqrt(static_cast<float>(s.hidden)), 2);
-    const RandomTensor hw2 = random_tensor(s.experts, s.hidden * s.intermediate, fp8,
-                                           1.0f / std::sqrt(static_cast<float>(s.intermediate)), 3);
-    x.upload(hx.bytes.data(), hx.bytes.size());
-    w13.upload(hw13.bytes.data(), hw13.bytes.size());
-    w2.upload(hw2.bytes.data(), hw2.bytes.size());
-    std::vector<float> host_scales = {fp8 ? hx.scales[0] : 1.0f, fp8 ? 16.0f / 448.0f : 1.0f};
-    host_scales.insert(host_scales.end(), hw13.scales.begin(), hw13.scales.end());
-    host_scales.insert(host_scales.end(), hw2.scales.begin(), hw2.scales.end());
-    scales.upload(host_scales.data(), host_scales.size() * 4);
+    const MoeHostData host = moe_host_data(s, tokens);
+    x.upload(host.x.bytes.data(), host.x.bytes.size());
+    w13.upload(host.w13.bytes.data(), host.w13.bytes.size());
+    w2.upload(host.w2.bytes.data(), host.w2.bytes.size());
+    scales.upload(host.scales.data(), host.scales.size() * 4);
     const std::vector<float> host_logits = router_logits(tokens, s.experts, k_routing_seed);
     logits.upload(host_logits.data(), host_logits.size() * 4);
   }
@@ -144,20 +134,7 @@ void prepare_moe(runtime::Engine& engine, const ops::MoeShape& s,
       requests.insert(requests.end(), list->begin(), list->end());
     }
   }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < requests.size();) {
-        auto id = engine.add_kernel(requests[i].def);
-        if (id)
-          llvm::consumeError(engine.prepare(*id, requests[i].values).takeError());
-        else
-          llvm::consumeError(id.takeError());
-      }
-    });
-  for (std::thread& t : pool)
-    t.join();
+  prepare_requests(engine, requests);
 }
 
 } // namespace

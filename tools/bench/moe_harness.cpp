@@ -134,17 +134,29 @@ double host_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
   return median(samples);
 }
 
+MoeHostData moe_host_data(const MoeShape& s, int64_t tokens) {
+  const bool fp8 = s.dtype == MoeDType::fp8;
+  MoeHostData d;
+  d.x = random_tensor(1, tokens * s.hidden, fp8, 1.0f, 1);
+  d.w13 = random_tensor(s.experts, 2 * s.intermediate * s.hidden, fp8,
+                        1.0f / std::sqrt(static_cast<float>(s.hidden)), 2);
+  d.w2 = random_tensor(s.experts, s.hidden * s.intermediate, fp8,
+                       1.0f / std::sqrt(static_cast<float>(s.intermediate)), 3);
+  d.scales = {fp8 ? d.x.scales[0] : 1.0f, fp8 ? 16.0f / 448.0f : 1.0f};
+  d.scales.insert(d.scales.end(), d.w13.scales.begin(), d.w13.scales.end());
+  d.scales.insert(d.scales.end(), d.w2.scales.begin(), d.w2.scales.end());
+  return d;
+}
+
 Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_tokens) {
   Setup setup;
   setup.max_tokens = max_tokens;
   setup.buffers = std::make_unique<Buffers>(Buffers{drv});
   Buffers& b = *setup.buffers;
-  const bool fp8 = s.dtype == MoeDType::fp8;
-  b.host_x = random_tensor(1, max_tokens * s.hidden, fp8, 1.0f, 1);
-  b.host_w13 = random_tensor(s.experts, 2 * s.intermediate * s.hidden, fp8,
-                             1.0f / std::sqrt(static_cast<float>(s.hidden)), 2);
-  b.host_w2 = random_tensor(s.experts, s.hidden * s.intermediate, fp8,
-                            1.0f / std::sqrt(static_cast<float>(s.intermediate)), 3);
+  MoeHostData host = moe_host_data(s, max_tokens);
+  b.host_x = std::move(host.x);
+  b.host_w13 = std::move(host.w13);
+  b.host_w2 = std::move(host.w2);
   auto upload = [&](const void* host, size_t bytes) {
     const CUdeviceptr p = alloc(drv, bytes, 0);
     must(drv.check(drv.cuMemcpyHtoD(p, host, bytes), "cuMemcpyHtoD"), "upload");
@@ -155,12 +167,9 @@ Setup make_setup(const runtime::Driver& drv, const MoeShape& s, int64_t max_toke
     b.w13[c] = upload(b.host_w13.bytes.data(), b.host_w13.bytes.size());
     b.w2[c] = upload(b.host_w2.bytes.data(), b.host_w2.bytes.size());
   }
-  b.a1_scale = fp8 ? b.host_x.scales[0] : 1.0f;
-  b.a2_scale = fp8 ? 16.0f / 448.0f : 1.0f;
-  std::vector<float> scales = {b.a1_scale, b.a2_scale};
-  scales.insert(scales.end(), b.host_w13.scales.begin(), b.host_w13.scales.end());
-  scales.insert(scales.end(), b.host_w2.scales.begin(), b.host_w2.scales.end());
-  b.scales = upload(scales.data(), scales.size() * 4);
+  b.a1_scale = host.scales[0];
+  b.a2_scale = host.scales[1];
+  b.scales = upload(host.scales.data(), host.scales.size() * 4);
   b.out = alloc(drv, max_tokens * s.hidden * 2, 0);
   b.work = alloc(drv, moe_workspace_layout(s, max_tokens).bytes, 0);
   b.logits = alloc(drv, max_tokens * s.experts * 4, 0);
@@ -257,6 +266,11 @@ void precompile(runtime::Engine& engine, const MoeShape& s,
     auto list = must(fused_moe_variants(s, options, engine.arch(), {tokens}, layout), "variants");
     requests.insert(requests.end(), list.begin(), list.end());
   }
+  prepare_requests(engine, requests);
+}
+
+void prepare_requests(runtime::Engine& engine,
+                      const std::vector<runtime::VariantRequest>& requests) {
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)

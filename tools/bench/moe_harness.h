@@ -95,6 +95,19 @@ int64_t distinct_experts(const runtime::Driver& drv, const Buffers& b, const ops
 // second, median of 5): the pool's H200s differ, so each report says what its machine reached.
 double device_copy_bytes_per_s(const runtime::Driver& drv);
 
+// The host data of one shape for `tokens` tokens (k_moe_data, bench_data's seeds 1-3): the
+// activations, the weights, and the f32 scales a1, a2, w13_scale [E], w2_scale [E].
+struct MoeHostData {
+  RandomTensor x, w13, w2;
+  std::vector<float> scales;
+};
+MoeHostData moe_host_data(const ops::MoeShape& s, int64_t tokens);
+
+// Compiles (or loads) `requests` on all cores, dropping errors: the launches that follow report
+// them.
+void prepare_requests(runtime::Engine& engine,
+                      const std::vector<runtime::VariantRequest>& requests);
+
 // Compiles the variants of every (token count, configuration) on all cores, for weights in
 // `layout` read as `reads` says (packed weights are read by variants of their own).
 void precompile(runtime::Engine& engine, const ops::MoeShape& s,
