@@ -90,6 +90,23 @@ void append_byte(const std::string& path) {
   test::write_file(path, text + "\n");
 }
 
+// The event log holds two compiles of `kernel`, the second because a header changed, and its
+// diff names `header`.
+void check_second_compile_names_header(const std::string& events, const char* kernel,
+                                       const std::string& header) {
+  auto compiles = test::events_named(test::read_json_lines(events), "compile", kernel);
+  REQUIRE(compiles.size() == 2);
+  CHECK(test::string_field(compiles.back(), "reason") == "header_changed");
+  const llvm::json::Array* diff = compiles.back().getArray("diff");
+  REQUIRE(diff != nullptr);
+  bool named = false;
+  for (const llvm::json::Value& row : *diff)
+    if (const llvm::json::Object* object = row.getAsObject())
+      named |= test::string_field(*object, "component") == "header" &&
+               test::string_field(*object, "name") == header;
+  CHECK(named);
+}
+
 } // namespace
 
 TEST_CASE("a stored dependency set holds until one of its headers changes") {
@@ -128,11 +145,9 @@ TEST_CASE("a stored dependency set holds until one of its headers changes") {
 TEST_CASE("a CCCL kernel is keyed by the headers it read, never by their paths") {
   TempDir dir;
   Config config = test::config_in(dir);
-  std::vector<std::string> toolkit = config.cuda_include_dirs();
-  if (!llvm::sys::fs::exists(toolkit[0] + "/cub/block/block_reduce.cuh")) {
-    MESSAGE("SKIPPED: no CCCL headers under " << toolkit[0]);
+  std::vector<std::string> toolkit = toolkit_or_skip(config);
+  if (toolkit.empty())
     return;
-  }
   EngineStats stats;
   const Variant* original = prepare_in_fresh_engine(config, reduce_kernel(toolkit), stats);
   CHECK(stats.compiles == 1);
@@ -171,18 +186,8 @@ TEST_CASE("a CCCL kernel is keyed by the headers it read, never by their paths")
   const Variant* changed = prepare_in_fresh_engine(config, reduce_kernel(copies), stats);
   CHECK(stats.compiles == 1);
   CHECK(changed->key != original->key);
-  auto compiles = test::events_named(test::read_json_lines(dir / "events.jsonl"), "compile",
-                                     "cub_block_sum");
-  REQUIRE(compiles.size() == 2);
-  CHECK(test::string_field(compiles.back(), "reason") == "header_changed");
-  const llvm::json::Array* diff = compiles.back().getArray("diff");
-  REQUIRE(diff != nullptr);
-  bool named = false;
-  for (const llvm::json::Value& row : *diff)
-    if (const llvm::json::Object* object = row.getAsObject())
-      named |= test::string_field(*object, "component") == "header" &&
-               test::string_field(*object, "name") == "cub/block/block_reduce.cuh";
-  CHECK(named);
+  check_second_compile_names_header(dir / "events.jsonl", "cub_block_sum",
+                                    "cub/block/block_reduce.cuh");
 }
 
 TEST_CASE("a damaged or foreign hint file is ignored, then replaced") {
@@ -300,15 +305,5 @@ TEST_CASE("an edit that keeps a header's size and puts its mtime back changes th
   const Variant* edited = prepare_in_fresh_engine(config, def, stats);
   CHECK(stats.compiles == 1);
   CHECK(edited->key != original->key);
-  auto compiles =
-      test::events_named(test::read_json_lines(dir / "events.jsonl"), "compile", "valued");
-  REQUIRE(compiles.size() == 2);
-  CHECK(test::string_field(compiles.back(), "reason") == "header_changed");
-  const llvm::json::Array* diff = compiles.back().getArray("diff");
-  REQUIRE(diff != nullptr);
-  bool named = false;
-  for (const llvm::json::Value& row : *diff)
-    if (const llvm::json::Object* object = row.getAsObject())
-      named |= test::string_field(*object, "name") == "my/value.h";
-  CHECK(named);
+  check_second_compile_names_header(dir / "events.jsonl", "valued", "my/value.h");
 }
