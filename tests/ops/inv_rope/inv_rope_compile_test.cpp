@@ -72,6 +72,23 @@ void check_rejected(const Args& args, const std::string& fragment) {
   CHECK(engine.stats().requests == 0);
 }
 
+// One call the op must refuse: `args` with `change` applied, and a fragment of its message.
+struct Rejection {
+  const char* what;
+  Args args;
+  void (*change)(Args&);
+  const char* fragment;
+};
+
+void check_all_rejected(std::initializer_list<Rejection> rejections) {
+  for (const Rejection& r : rejections) {
+    INFO(r.what);
+    Args args = r.args;
+    r.change(args);
+    check_rejected(args, r.fragment);
+  }
+}
+
 } // namespace
 
 TEST_CASE("the inv_rope kernel compiles for sm_90a with no spills, stack or ptxas diagnostics") {
@@ -124,102 +141,67 @@ TEST_CASE("the exact num_tokens policy compiles one variant per token count") {
 }
 
 TEST_CASE("inv_rope_fp8_quant names the argument whose dtype or shape is wrong") {
-  SUBCASE("o dtype") {
-    Args args = valid_args(8, 16, 17);
-    args.o.dtype = DType::f16;
-    check_rejected(args, "o: expected bf16[*, 128, 512], got f16[17, 128, 512]");
-  }
-  SUBCASE("o head count differs from groups x heads per group") {
-    Args args = valid_args(8, 16, 17);
-    args.options.heads_per_group = 8;
-    check_rejected(args, "o: expected bf16[*, 64, 512], got bf16[17, 128, 512]");
-  }
-  SUBCASE("o head dim") {
-    Args args = valid_args(1, 1, 4);
-    args.o.shape = {4, 1, 256};
-    check_rejected(args, "o: expected bf16[*, 1, 512], got bf16[4, 1, 256]");
-  }
-  SUBCASE("positions length") {
-    Args args = valid_args(8, 16, 17);
-    args.positions.shape = {16};
-    check_rejected(args, "positions: expected i64[17], got i64[16]");
-  }
-  SUBCASE("positions dtype") {
-    Args args = valid_args(8, 16, 17);
-    args.positions.dtype = DType::i32;
-    check_rejected(args, "positions: expected i64[17], got i32[17]");
-  }
-  SUBCASE("cos_sin_cache width") {
-    Args args = valid_args(8, 16, 17);
-    args.cos_sin_cache.shape = {8192, 32};
-    check_rejected(args, "cos_sin_cache: expected f32[*, 64], got f32[8192, 32]");
-  }
-  SUBCASE("cos_sin_cache without rows") {
-    Args args = valid_args(1, 1, 2, 0);
-    check_rejected(args, "cos_sin_cache: has no positions");
-  }
-  SUBCASE("out_fp8 layout [G, T, hpg*512]") {
-    Args args = valid_args(8, 16, 17);
-    args.out_fp8.shape = {17, 8, 16 * 512};
-    check_rejected(args, "out_fp8: expected e4m3[8, 17, 8192], got e4m3[17, 8, 8192]");
-  }
-  SUBCASE("out_fp8 dtype") {
-    Args args = valid_args(1, 1, 4);
-    args.out_fp8.dtype = DType::u8;
-    check_rejected(args, "out_fp8: expected e4m3[1, 4, 512], got u8[1, 4, 512]");
-  }
-  SUBCASE("out_scales rows must be T rounded up to 4") {
-    Args args = valid_args(8, 16, 17);
-    args.out_scales.shape = {8, 64, 17};
-    check_rejected(args, "out_scales: expected f32[8, 64, 20], got f32[8, 64, 17]");
-  }
-  SUBCASE("num_groups") {
-    Args args = valid_args(1, 1, 4);
-    args.options.num_groups = 0;
-    check_rejected(args, "num_groups must be >= 1, got 0");
-  }
-  SUBCASE("heads_per_group") {
-    Args args = valid_args(1, 1, 4);
-    args.options.heads_per_group = -2;
-    check_rejected(args, "heads_per_group must be >= 1, got -2");
-  }
+  check_all_rejected({
+      {"o dtype", valid_args(8, 16, 17), [](Args& a) { a.o.dtype = DType::f16; },
+       "o: expected bf16[*, 128, 512], got f16[17, 128, 512]"},
+      {"o head count differs from groups x heads per group", valid_args(8, 16, 17),
+       [](Args& a) { a.options.heads_per_group = 8; },
+       "o: expected bf16[*, 64, 512], got bf16[17, 128, 512]"},
+      {"o head dim", valid_args(1, 1, 4),
+       [](Args& a) {
+         a.o.shape = {4, 1, 256};
+       },
+       "o: expected bf16[*, 1, 512], got bf16[4, 1, 256]"},
+      {"positions length", valid_args(8, 16, 17), [](Args& a) { a.positions.shape = {16}; },
+       "positions: expected i64[17], got i64[16]"},
+      {"positions dtype", valid_args(8, 16, 17), [](Args& a) { a.positions.dtype = DType::i32; },
+       "positions: expected i64[17], got i32[17]"},
+      {"cos_sin_cache width", valid_args(8, 16, 17),
+       [](Args& a) {
+         a.cos_sin_cache.shape = {8192, 32};
+       },
+       "cos_sin_cache: expected f32[*, 64], got f32[8192, 32]"},
+      {"cos_sin_cache without rows", valid_args(1, 1, 2, 0), [](Args&) {},
+       "cos_sin_cache: has no positions"},
+      {"out_fp8 layout [G, T, hpg*512]", valid_args(8, 16, 17),
+       [](Args& a) {
+         a.out_fp8.shape = {17, 8, 16 * 512};
+       },
+       "out_fp8: expected e4m3[8, 17, 8192], got e4m3[17, 8, 8192]"},
+      {"out_fp8 dtype", valid_args(1, 1, 4), [](Args& a) { a.out_fp8.dtype = DType::u8; },
+       "out_fp8: expected e4m3[1, 4, 512], got u8[1, 4, 512]"},
+      {"out_scales rows must be T rounded up to 4", valid_args(8, 16, 17),
+       [](Args& a) {
+         a.out_scales.shape = {8, 64, 17};
+       },
+       "out_scales: expected f32[8, 64, 20], got f32[8, 64, 17]"},
+      {"num_groups", valid_args(1, 1, 4), [](Args& a) { a.options.num_groups = 0; },
+       "num_groups must be >= 1, got 0"},
+      {"heads_per_group", valid_args(1, 1, 4), [](Args& a) { a.options.heads_per_group = -2; },
+       "heads_per_group must be >= 1, got -2"},
+  });
 }
 
 TEST_CASE("inv_rope_fp8_quant rejects misaligned, strided and null tensors") {
-  SUBCASE("o not 16-byte aligned") {
-    Args args = valid_args(8, 16, 17);
-    args.o.data += 8;
-    check_rejected(args, "o: data address 0x7f0000000008 is not 16-byte aligned");
-  }
-  SUBCASE("out_fp8 not 16-byte aligned") {
-    Args args = valid_args(8, 16, 17);
-    args.out_fp8.data += 4;
-    check_rejected(args, "out_fp8: data address");
-  }
-  SUBCASE("cos_sin_cache not 16-byte aligned") {
-    Args args = valid_args(8, 16, 17);
-    args.cos_sin_cache.data += 4;
-    check_rejected(args, "cos_sin_cache: data address");
-  }
-  SUBCASE("positions not 8-byte aligned") {
-    Args args = valid_args(8, 16, 17);
-    args.positions.data += 4;
-    check_rejected(args, "positions: data address");
-  }
-  SUBCASE("o with transposed strides") {
-    Args args = valid_args(1, 2, 4);
-    args.o.strides = {512, 2048, 1};
-    check_rejected(args, "o: expected a contiguous (row-major) tensor");
-  }
-  SUBCASE("null out_scales") {
-    Args args = valid_args(1, 1, 4);
-    args.out_scales.data = 0;
-    check_rejected(args, "out_scales: f32[1, 4, 4] has a null data pointer");
-  }
-  SUBCASE("too many items for 32-bit indices") {
-    Args args = valid_args(8, 16, int64_t{1} << 24);
-    check_rejected(args, "exceeds the kernel's 2^31 items");
-  }
+  check_all_rejected({
+      {"o not 16-byte aligned", valid_args(8, 16, 17), [](Args& a) { a.o.data += 8; },
+       "o: data address 0x7f0000000008 is not 16-byte aligned"},
+      {"out_fp8 not 16-byte aligned", valid_args(8, 16, 17), [](Args& a) { a.out_fp8.data += 4; },
+       "out_fp8: data address"},
+      {"cos_sin_cache not 16-byte aligned", valid_args(8, 16, 17),
+       [](Args& a) { a.cos_sin_cache.data += 4; }, "cos_sin_cache: data address"},
+      {"positions not 8-byte aligned", valid_args(8, 16, 17),
+       [](Args& a) { a.positions.data += 4; }, "positions: data address"},
+      {"o with transposed strides", valid_args(1, 2, 4),
+       [](Args& a) {
+         a.o.strides = {512, 2048, 1};
+       },
+       "o: expected a contiguous (row-major) tensor"},
+      {"null out_scales", valid_args(1, 1, 4), [](Args& a) { a.out_scales.data = 0; },
+       "out_scales: f32[1, 4, 4] has a null data pointer"},
+      {"too many items for 32-bit indices", valid_args(8, 16, int64_t{1} << 24), [](Args&) {},
+       "exceeds the kernel's 2^31 items"},
+  });
 }
 
 TEST_CASE("zero tokens is a successful call that launches nothing") {
