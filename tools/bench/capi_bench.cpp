@@ -6,6 +6,7 @@
 // the three bursts of a round run in a rotating order, and "added" is the median over rounds
 // of a burst's time minus the same round's raw burst.
 #include "bench_common.h"
+#include "launch_probe/scale_rows_kernel.h"
 
 #include "specjit/specjit.h"
 
@@ -16,16 +17,6 @@ namespace specjit::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* k_source = R"(
-template <int COLS>
-__global__ void scale_rows(const float* x, float* y, int num_tokens, float alpha) {
-  long long total = (long long)num_tokens * COLS;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-       i += (long long)gridDim.x * blockDim.x)
-    y[i] = x[i] * alpha + (float)(i / COLS);
-}
-)";
 
 void c_must(specjit_status status, const char* what) {
   if (status != SPECJIT_OK) {
@@ -125,30 +116,18 @@ int run_capi_bench(int argc, char** argv) {
     return 1;
   }
   ScratchDir scratch("specjit-bench-capi");
-  specjit_settings* settings = nullptr;
-  c_must(specjit_settings_create(&settings), "settings");
-  c_must(specjit_settings_set(settings, "cache_dir", scratch.path().c_str()), "cache_dir");
-  c_must(specjit_settings_set(settings, "log", "off"), "log");
   specjit_engine* engine = nullptr;
-  c_must(specjit_engine_create(settings, &engine), "engine");
-  specjit_settings_destroy(settings);
-  specjit_param params[] = {{"num_tokens", "dynamic"}, {"COLS", "exact"}};
-  specjit_kernel_desc desc = {sizeof desc};
-  desc.id = "scale_rows";
-  desc.source_name = "scale_rows.cu";
-  desc.source_text = k_source;
-  desc.function = "scale_rows";
-  desc.params = params;
-  desc.param_count = 2;
   specjit_kernel* kernel = nullptr;
-  c_must(specjit_kernel_define(engine, &desc, &kernel), "define");
+  const char* step = nullptr;
+  const specjit_status status = scale_rows_define(scratch.path().c_str(), &engine, &kernel, &step);
+  c_must(status, step);
 
   // The raw launches' function: the same cubin, through the C++ engine on the same cache (a
   // disk hit), so both sides launch identical code in the device's primary context.
   runtime::Engine cxx(must(Config::from_environment(), "config"));
   runtime::KernelDef def;
   def.id = "scale_rows";
-  def.source = runtime::KernelSource::from_text("scale_rows.cu", k_source);
+  def.source = runtime::KernelSource::from_text("scale_rows.cu", k_scale_rows_source);
   def.function = "scale_rows";
   def.params = {runtime::ParamDef::user("num_tokens", runtime::Policy::dynamic()),
                 runtime::ParamDef::user("COLS", runtime::Policy::exact())};

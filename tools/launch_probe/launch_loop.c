@@ -4,6 +4,8 @@
  * Usage: launch_loop CACHE_DIR [N | prepare] (run by tools/launch_probe/run.sh; `prepare`
  * compiles the variant into CACHE_DIR with the real toolchain first, as NVRTC itself must not
  * meet the stand-in driver). */
+#include "scale_rows_kernel.h"
+
 #include <specjit/specjit.h>
 
 #include <cuda.h>
@@ -12,12 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char* k_source =
-    "template <int COLS> __global__ void scale_rows(const float* x, float* y, int n, float a) {\n"
-    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "  if (i < (long long)n * COLS) y[i] = x[i] * a;\n"
-    "}\n";
 
 static void must(specjit_status status, const char* what) {
   if (status != SPECJIT_OK) {
@@ -72,24 +68,11 @@ int main(int argc, char** argv) {
   }
   int prepare_only = argc > 2 && strcmp(argv[2], "prepare") == 0;
   long n = argc > 2 && !prepare_only ? atol(argv[2]) : 2000000;
-  specjit_settings* settings = NULL;
-  must(specjit_settings_create(&settings), "settings");
-  must(specjit_settings_set(settings, "cache_dir", argv[1]), "cache_dir");
-  must(specjit_settings_set(settings, "log", "off"), "log");
   specjit_engine* engine = NULL;
-  must(specjit_engine_create(settings, &engine), "engine");
-  specjit_settings_destroy(settings);
-  specjit_param params[] = {{"num_tokens", "dynamic"}, {"COLS", "exact"}};
-  specjit_kernel_desc desc = {sizeof desc};
-  desc.id = "scale_rows";
-  desc.source_kind = SPECJIT_SOURCE_TEXT;
-  desc.source_name = "scale_rows.cu";
-  desc.source_text = k_source;
-  desc.function = "scale_rows";
-  desc.params = params;
-  desc.param_count = 2;
   specjit_kernel* kernel = NULL;
-  must(specjit_kernel_define(engine, &desc, &kernel), "define");
+  const char* step = NULL;
+  specjit_status status = scale_rows_define(argv[1], &engine, &kernel, &step);
+  must(status, step);
   int64_t values[2] = {1, 128};
   const specjit_variant* variant = NULL;
   if (prepare_only) {
