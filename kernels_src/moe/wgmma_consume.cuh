@@ -44,6 +44,17 @@ __device__ __forceinline__ void moe_release_stage(const MoeWgmmaBlock& b, int st
   mbarrier_arrive(b.empty_bar + 8 * (step % G::k_stages_value));
 }
 
+// A warpgroup with nothing to compute keeps the pipeline's protocol: stages k0 .. k1 - 1 each
+// waited for and released, in order.
+template <class G>
+__device__ __forceinline__ void moe_pass_stages(const MoeWgmmaBlock& b, int step0, int k0, int k1) {
+#pragma unroll 1
+  for (int kt = k0; kt < k1; ++kt) {
+    moe_wait_stage<G>(b, step0 + kt);
+    moe_release_stage<G>(b, step0 + kt);
+  }
+}
+
 // Fences the first REGS accumulators of each half (all by default; a narrower MMA than the
 // tile's writes fewer, see moe_with_width).
 template <class G, int REGS = G::k_acc>
@@ -139,12 +150,8 @@ __device__ __forceinline__ void moe_consume_direct(const MoeWgmmaBlock& b, int s
     }
   };
   const int first = k0 + moe_first_stage<G>();
-  if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
-#pragma unroll 1
-    for (int kt = first; kt < k1; ++kt) {
-      moe_wait_stage<G>(b, step0 + kt);
-      moe_release_stage<G>(b, step0 + kt);
-    }
+  if (moe_rows_all_padding<G>(b)) {
+    moe_pass_stages<G>(b, step0, first, k1);
     moe_zero_acc<G>(acc);
     return;
   }
@@ -453,12 +460,8 @@ __device__ __forceinline__ void moe_consume_e4m3(const MoeWgmmaBlock& b, int ste
   const int wg = static_cast<int>(threadIdx.x) >> 7;
   moe_zero_acc<G>(acc);
   const int first = k0 + moe_first_stage<G>();
-  if (moe_rows_all_padding<G>(b)) { // each stage waited for and released, in order
-#pragma unroll 1
-    for (int kt = first; kt < k1; ++kt) {
-      moe_wait_stage<G>(b, step0 + kt);
-      moe_release_stage<G>(b, step0 + kt);
-    }
+  if (moe_rows_all_padding<G>(b)) {
+    moe_pass_stages<G>(b, step0, first, k1);
     return;
   }
 #pragma unroll 1
