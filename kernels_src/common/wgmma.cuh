@@ -126,7 +126,7 @@ __device__ __forceinline__ void e4m3x4_to_f16x4(unsigned word, unsigned& low, un
 
 // Sixteen e4m3 values (k = 0..15 of a 16-byte chunk) -> their sixteen f16 values, exactly, in
 // the k order of wgmma's f16 register-A fragments built from an e4m3 ldmatrix (moe_load_a_f16 in
-// moe/wgmma_consume.cuh): `first` holds k 0,1,4,5,8,9,12,13 and `second` k 2,3,6,7,10,11,14,15.
+// moe/wgmma_consume_f16.cuh): `first` holds k 0,1,4,5,8,9,12,13 and `second` k 2,3,6,7,10,11,14,15.
 // The other operand of those MMAs (f16 in shared memory) must follow the same order.
 __device__ __forceinline__ void e4m3x16_to_f16_fragment_order(U32x4 v, U32x4& first,
                                                               U32x4& second) {

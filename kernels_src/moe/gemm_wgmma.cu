@@ -24,12 +24,20 @@
 //            MMAs, the gate rows and the up rows, into two accumulators) and the TOK tokens
 //            are N (8..256); WGS warpgroups split K. For few tokens per expert: no wasted M.
 // Either way the accumulator of a thread covers rows 16w + lane/4 (+8) and columns
-// 8j + 2(lane%4) (+1) of its warpgroup's 64 x MMA_N tile. Pipeline and producer:
-// moe/wgmma_pipeline.cuh; consumers and their precision: moe/wgmma_consume.cuh. FP8 scales are
-// applied once after the K loop.
-#include "moe/wgmma_consume.cuh"
+// 8j + 2(lane%4) (+1) of its warpgroup's 64 x MMA_N tile. Pipeline and producers:
+// moe/wgmma_pipeline.cuh, wgmma_persistent.cuh; consumers and their precision:
+// moe/wgmma_stages.cuh, wgmma_consume.cuh, wgmma_consume_f16.cuh; sums of a split K:
+// moe/wgmma_reduce.cuh; schedules: moe/wgmma_schedules.cuh. FP8 scales are applied once after
+// the K loop.
+#include "moe/wgmma_schedules.cuh"
 
 namespace specjit_kernels {
+
+// A gated GEMM1 output from its sums: silu(gate * scale) * (up * scale). Every GEMM1 epilogue
+// computes it so, which keeps their values and rounding the same.
+__device__ __forceinline__ float moe_gated(float gate, float up, float scale) {
+  return moe_silu(gate * scale) * (up * scale);
+}
 
 // Calls store(token_row, column, v0, v1, pair) for each output this thread holds of a token row
 // that is not padding (token_row within the block of TOK slots, column within the tile's output
@@ -39,37 +47,6 @@ namespace specjit_kernels {
 // (pair = true, v1 at column + 1; only FP8 GEMM1 writes so: the other normal-orientation
 // epilogues go through moe_normal_staged, for which FP8 GEMM1's f16 weight copy leaves no room in
 // DeepSeek's tile of 256 weight rows); swap-AB single values (pair = false).
-// Packed swap-AB GEMM1 (32 gate rows over 32 up rows): warps 2-3 hold the up values of the
-// columns warps 0-1 hold the gate values of; they hand them over through the idle stage memory
-// (past the K-split partial sums). Afterwards only warps 0-1 have outputs.
-template <class G>
-__device__ __forceinline__ void moe_wgmma_pair_up(const MoeWgmmaBlock& b,
-                                                  const float (&acc)[G::k_halves][G::k_acc]) {
-  if constexpr (G::k_packed) {
-    static_assert((G::k_acc * 128 + 32 * G::k_tok) * 4 <= G::k_stages_value * G::k_stage_bytes,
-                  "partial sums and up values fit in the stage memory");
-    const int warp = (static_cast<int>(threadIdx.x) >> 5) & 3;
-    const int lane = static_cast<int>(threadIdx.x) & 31;
-    float* up = reinterpret_cast<float*>(b.tiles_generic) + G::k_acc * 128;
-    if (warp >= 2) {
-#pragma unroll
-      for (int j = 0; j < G::k_mma_n / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int column = 16 * (warp - 2) + (lane >> 2) + 8 * (e >> 1);
-          up[column * G::k_tok + 8 * j + 2 * (lane & 3) + (e & 1)] = acc[0][4 * j + e];
-        }
-    }
-    named_barrier(4, 128);
-  }
-}
-
-// A gated GEMM1 output from its sums: silu(gate * scale) * (up * scale). Every GEMM1 epilogue
-// computes it so, which keeps their values and rounding the same.
-__device__ __forceinline__ float moe_gated(float gate, float up, float scale) {
-  return moe_silu(gate * scale) * (up * scale);
-}
-
 template <class G, class Store>
 __device__ __forceinline__ void moe_wgmma_outputs(const MoeWgmmaBlock& b,
                                                   const float (&acc)[G::k_halves][G::k_acc],
@@ -239,203 +216,6 @@ __device__ __forceinline__ void moe_normal_staged(const MoeWgmmaBlock& b, Reg&& 
     }
     __syncwarp(); // the staging is free for the next chunk
   }
-}
-
-// The warps' roles once the pipeline is set up, in every schedule. A producer-warpgroup thread
-// gives its registers to the consumers (MoeWgmma::k_producer_regs) and then loads, unless its
-// warp is one that loads nothing (k_producer_warps launched for setmaxnreg's whole warpgroup,
-// k_producers loading): false, it leaves. A consumer thread takes the registers past the
-// producers' branch (there ptxas allocates the consumers' code for them; a claim before the
-// branch made the f16-token GEMM1 spill 676 bytes).
-template <class G> __device__ __forceinline__ bool moe_producer_starts() {
-  if constexpr (G::k_producer_regs != 0)
-    warpgroup_release_registers<G::k_producer_regs>();
-  return static_cast<int>(threadIdx.x) < G::k_consumers + G::k_producers;
-}
-template <class G> __device__ __forceinline__ void moe_consumer_starts() {
-  if constexpr (G::k_consumer_regs != 0)
-    warpgroup_claim_registers<G::k_consumer_regs>();
-}
-
-// The CTA's work, shared by GEMM1 and GEMM2: for each of its tiles the K loop, the reductions
-// (K split across warpgroups and across the cluster) and then epilogue(b, acc) with b.tile set,
-// by the threads that hold the tile's sums. `d` (GEMM2): its tokens are the previous kernel's
-// output (MoeDependence).
-template <class G, class Epilogue>
-__device__ __forceinline__ void
-moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
-               const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-               int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
-               const MoeDependence& d, Epilogue&& epilogue) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
-  __shared__ int a_rows[G::k_tok];
-  __shared__ int slot_of_row[G::k_tok];
-  MoeWgmmaBlock b;
-  if (!moe_wgmma_setup<G>(sorted_ids, expert_ids, num_post_padded, num_slots, a_row_divisor,
-                          group_blocks, smem, bars, a_rows, slot_of_row, b))
-    return;
-  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
-    grid_launch_dependents();
-  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    if (!moe_producer_starts<G>())
-      return;
-    // One producer warp per CTA of a token block in use.
-    const int blocks = moe_ldg(num_post_padded) / G::k_tok;
-    const MoeDependence dep = moe_producer_dependence<G>(
-        d, num_post_padded, blocks * (G::k_n / G::k_out_cols / G::k_tiles_per_cta) * G::k_split_k);
-    moe_wgmma_produce<G>(b, w_map, a, a_map, a_rows, w_row_half, dep);
-    return;
-  }
-  moe_consumer_starts<G>();
-  const int first_tile = b.tile;
-#pragma unroll 1
-  for (int t = 0; t < G::k_tiles_per_cta; ++t) {
-    b.tile = first_tile + t;
-    float acc[G::k_halves][G::k_acc];
-    moe_wgmma_consume<G>(b, t * G::k_k_tiles, 0, G::k_k_tiles, acc);
-    if (!moe_wgmma_reduce<G>(b, acc) || !moe_wgmma_split_reduce<G>(b, acc))
-      return;
-    moe_wgmma_pair_up<G>(b, acc);
-    epilogue(b, acc);
-  }
-}
-
-// The persistent schedules' consumers, when their next tile is of another token block than the
-// last: the block's slots (slot_of_row, the consumers' own copy), expert and used rows. Named
-// barrier 5 is theirs.
-template <class G>
-__device__ __forceinline__ void
-moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
-                         const int* expert_ids, int num_slots, int* slot_of_row) {
-  if (m_block == b.m_block)
-    return;
-  named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
-  moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
-                              static_cast<int>(threadIdx.x), G::k_consumers);
-  named_barrier(5, G::k_consumers);
-  b.m_block = m_block;
-  b.expert = moe_ldg(expert_ids + m_block);
-  b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
-}
-
-// Stream-K (SCHEDULE stream_k): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
-// tile split between CTAs is completed and written by the CTA whose piece arrives last
-// (moe_stream_k_meet). The consumers recompute the block's slots when the token block changes.
-template <class G, class Epilogue>
-__device__ __forceinline__ void
-moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
-                   const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                   int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
-                   unsigned char* scratch, Epilogue&& epilogue) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
-  __shared__ int a_rows[G::k_tok];      // the producer's
-  __shared__ int slot_of_row[G::k_tok]; // the consumers'
-  MoeWgmmaBlock b;
-  MoeStreamK sk;
-  long long begin, end;
-  if (!moe_stream_k_setup<G>(num_post_padded, smem, bars, b, sk, begin, end))
-    return;
-  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
-    grid_launch_dependents();
-  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    // One producer warp per CTA with steps.
-    const MoeDependence dep = moe_producer_dependence<G>(
-        d, num_post_padded, static_cast<int>(sk.total < sk.ctas ? sk.total : sk.ctas));
-    moe_stream_k_produce<G>(b, begin, end, w_map, a, a_map, a_rows, sorted_ids, expert_ids,
-                            num_slots, a_row_divisor, w_row_half, dep);
-    return;
-  }
-  const int cta = static_cast<int>(blockIdx.x);
-  b.slot_of_row = slot_of_row;
-  b.m_block = -1;
-#pragma unroll 1
-  for (long long u = begin; u < end;) {
-    const MoeStreamStep<G> st(u);
-    const int k1 =
-        static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
-    moe_consumers_take_block<G>(b, st.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
-    b.tile = st.tile;
-    float acc[G::k_halves][G::k_acc];
-    moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
-    // A tile split between CTAs is written by the CTA whose piece arrives last.
-    const bool whole = st.k == 0 && k1 == G::k_k_tiles;
-    if (whole || moe_stream_k_meet<G>(scratch, sk, cta, u - st.k, acc))
-      epilogue(b, acc);
-    u += k1 - st.k;
-  }
-}
-
-// Dynamic (SCHEDULE dynamic): a resident grid whose CTAs take whole tiles from a global
-// counter (moe_dynamic_produce); the consumers learn each tile from the producers' ring once its
-// first stage has landed, and stop at index -1. The f16-token GEMM1 too (two warpgroups, four
-// producer warps): its one CTA an SM then streams weights across its tiles without a new CTA's
-// pipeline fill, and the SMs served faster take more tiles.
-template <class G, class Epilogue>
-__device__ __forceinline__ void
-moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
-                  const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                  int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
-                  unsigned char* scratch, Epilogue&& epilogue) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
-  __shared__ int a_rows[G::k_tok];      // the producer's
-  __shared__ int slot_of_row[G::k_tok]; // the consumers'
-  __shared__ int ring[k_dynamic_ring];
-  constexpr int k_tiles = G::k_n / G::k_out_cols;
-  MoeWgmmaBlock b;
-  b.k_tile0 = 0;
-  moe_pipeline_init<G>(smem, bars, b);
-  __syncthreads();
-  const int items = moe_ldg(num_post_padded) / G::k_tok * k_tiles;
-  if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
-    grid_launch_dependents();
-  if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
-    if (!moe_producer_starts<G>())
-      return;
-    int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
-    const MoeDependence dep =
-        moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
-    moe_dynamic_produce<G>(b, counters, items, ring, w_map, a, a_map, a_rows, sorted_ids,
-                           expert_ids, num_slots, a_row_divisor, w_row_half, dep);
-    return;
-  }
-  moe_consumer_starts<G>();
-  b.slot_of_row = slot_of_row;
-  b.m_block = -1;
-  const volatile int* published = ring;
-#pragma unroll 1
-  for (int t = 0, kt = 0;; ++t, kt += G::k_k_tiles) {
-    mbarrier_wait(b.full_bar + 8 * (kt % G::k_stages_value), (kt / G::k_stages_value) & 1);
-    const int item = published[t % k_dynamic_ring];
-    if (item < 0)
-      break;
-    const int m_block = item / k_tiles;
-    moe_consumers_take_block<G>(b, m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
-    b.tile = item % k_tiles;
-    float acc[G::k_halves][G::k_acc];
-    moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
-    epilogue(b, acc);
-  }
-}
-
-// The CTA's schedule: fixed, stream-K or dynamic.
-template <class G, class Epilogue>
-__device__ __forceinline__ void
-moe_wgmma_run(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
-              const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-              int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
-              const MoeDependence& d, unsigned char* scratch, Epilogue&& epilogue) {
-  if constexpr (G::k_stream_k)
-    moe_wgmma_stream_k<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                          a_row_divisor, w_row_half, d, scratch, epilogue);
-  else if constexpr (G::k_dynamic)
-    moe_wgmma_dynamic<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                         a_row_divisor, w_row_half, d, scratch, epilogue);
-  else
-    moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                      a_row_divisor, w_row_half, group_blocks, d, epilogue);
 }
 
 #define SPECJIT_MOE_WGMMA_PARAMS                                                                   \

@@ -155,7 +155,7 @@ unsigned WgmmaGemm::shared_bytes() const {
   const unsigned rows = static_cast<unsigned>(block_m * (t16 ? 2 : 1) + block_n);
   unsigned dynamic = static_cast<unsigned>(stages) * rows * k_moe_row_bytes;
   dynamic += 1024; // room to align the tiles to 1024 bytes
-  // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume.cuh): swap-AB the
+  // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume_f16.cuh): swap-AB the
   // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
   if (dtype == MoeDType::fp8 && gemm == 1 && !t16 && !e4m3)
     dynamic += swap_ab ? 4u * warpgroups * block_m * k_moe_row_bytes
