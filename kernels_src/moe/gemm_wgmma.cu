@@ -223,11 +223,11 @@ __device__ __forceinline__ void moe_normal_staged(const MoeWgmmaBlock& b, Reg&& 
       MoeSchedule SCHEDULE, int TILES, MoeWeightReads WEIGHTS, long long NUM_TOKENS_SPEC
 #define SPECJIT_MOE_WGMMA_VALUES                                                                   \
   N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES, WEIGHTS, NUM_TOKENS_SPEC
-#define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED, E4M3)                                                 \
+#define SPECJIT_MOE_WGMMA_TRAITS(FP8, GATED, E4M3, WHOLE_K)                                        \
   MoeWgmmaTraits<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES,     \
-                 WEIGHTS, E4M3>
+                 WEIGHTS, E4M3, WHOLE_K>
 
-template <bool FP8, bool E4M3, SPECJIT_MOE_WGMMA_PARAMS>
+template <bool FP8, bool E4M3, bool WHOLE_K, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
 moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
                 const unsigned char* __restrict__ hidden, const int* __restrict__ sorted_ids,
@@ -236,7 +236,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
                 const float* __restrict__ a2_scale, unsigned char* __restrict__ intermediate,
                 unsigned char* __restrict__ scratch, int handoff, int group_blocks, int num_tokens,
                 int top_k, const unsigned char* __restrict__ w13_packed) {
-  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true, E4M3);
+  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, true, E4M3, WHOLE_K);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
     const int tile = b.tile;
@@ -298,7 +298,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
                 int handoff_target, int group_blocks, int num_tokens, int top_k,
                 const unsigned char* __restrict__ w2_packed) {
-  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false, false);
+  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false, false, false);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
     const int tile = b.tile;
@@ -365,33 +365,41 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
       args.handoff_target, args.group_blocks, args.num_tokens, args.top_k, args.w2_packed
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true, false)::k_threads, 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true, false, false)::k_threads, 1)
     moe_wgmma1_fp8(const __grid_constant__ MoeWgmmaGemm1Args args) {
-  moe_wgmma1_body<true, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
+  moe_wgmma1_body<true, false, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
 }
 
 // FP8 GEMM1 with e4m3 accumulation: e4m3 MMAs promoted once a stage (moe_consume_e4m3), for
 // the orientations that read e4m3 tokens (normal, swap_ab). No f16 copy in shared memory.
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true, true)::k_threads, 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true, true, false)::k_threads, 1)
     moe_wgmma1_e4m3(const __grid_constant__ MoeWgmmaGemm1Args args) {
-  moe_wgmma1_body<true, true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
+  moe_wgmma1_body<true, true, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
+}
+
+// FP8 GEMM1 with e4m3 accumulation over the whole K: the e4m3 MMAs accumulate in place, read
+// once after the K loop (moe_consume_direct, as the peer's tl.dot on sm_90), no partial sums.
+template <SPECJIT_MOE_WGMMA_PARAMS>
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, true, true, true)::k_threads, 1)
+    moe_wgmma1_e4m3w(const __grid_constant__ MoeWgmmaGemm1Args args) {
+  moe_wgmma1_body<true, true, true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true, false)::k_threads, 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true, false, false)::k_threads, 1)
     moe_wgmma1_bf16(const __grid_constant__ MoeWgmmaGemm1Args args) {
-  moe_wgmma1_body<false, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
+  moe_wgmma1_body<false, false, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA1_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false, false)::k_threads, 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false, false, false)::k_threads, 1)
     moe_wgmma2_fp8(const __grid_constant__ MoeWgmmaGemm2Args args) {
   moe_wgmma2_body<true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
-__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false, false)::k_threads, 1)
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false, false, false)::k_threads, 1)
     moe_wgmma2_bf16(const __grid_constant__ MoeWgmmaGemm2Args args) {
   moe_wgmma2_body<false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }

@@ -171,6 +171,8 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int st
       moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (!G::k_gated)
       moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, k0, k1, acc);
+    else if constexpr (G::k_e4m3_whole_k)
+      moe_consume_direct<G, WgmmaType::e4m3, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_e4m3_mma)
       moe_consume_e4m3<G, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_t16)

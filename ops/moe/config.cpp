@@ -176,6 +176,8 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   std::string why;
   if (t.stages < 2 || t.stages > 8)
     why = "2 to 8 pipeline stages";
+  else if (t.whole_k && !t.e4m3)
+    why = "whole_k is for e4m3 tiles";
   else if (t.e4m3)
     why = e4m3_rule(t, u);
   if (why.empty())
@@ -240,7 +242,7 @@ std::string GemmTile::describe() const {
                        packed_reads == MoePackedReads::automatic
                            ? ""
                            : " " + moe_packed_reads_name(packed_reads).str(),
-                       e4m3 ? " e4m3" : "");
+                       !e4m3 ? "" : whole_k ? " e4m3w" : " e4m3");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

@@ -106,6 +106,8 @@ llvm::StringRef moe_packed_reads_name(MoePackedReads reads);
 //          e4m3 (FP8 GEMM1, wgmma, not with f16_tokens; swap-AB: block_m <= 128, <= 64 with two
 //          warpgroups): e4m3 MMAs on the stage's bytes, promoted into fp32 once a stage, at twice
 //          the rate of the f16 MMAs the exact accumulation runs (FusedMoeOptions::accumulation).
+//          whole_k (with e4m3): the e4m3 MMAs accumulate over all of K in place, unpromoted, as
+//          the peer's tl.dot does on sm_90: no partial sums, one group of MMAs in flight.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -120,6 +122,7 @@ struct GemmTile {
   bool f16_tokens = false;
   MoePackedReads packed_reads = MoePackedReads::automatic; // wgmma, packed weights only
   bool e4m3 = false;
+  bool whole_k = false;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   bool stream_k() const { return schedule == MoeSchedule::stream_k; }
@@ -131,7 +134,7 @@ struct GemmTile {
                              int tiles = 1);
 
   // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn",
-  // "... f16" (f16_tokens), "... e4m3"
+  // "... f16" (f16_tokens), "... e4m3", "... e4m3w" (whole_k)
   std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
   // warps: four for GEMM1 in the normal orientation (it gathers 64 token rows per warpgroup and

@@ -74,6 +74,7 @@ enum KernelIndex {
   k_tokens_f16,
   k_pack_weights,
   k_wgmma1_e4m3,
+  k_wgmma1_e4m3w,
   k_kernel_count
 };
 
@@ -128,7 +129,8 @@ inline MoeSlotOrder moe_slot_order(const MoeTileConfig& config) {
 // Kernel ids per engine, remembered per thread (see inv_rope_fp8_quant.cpp's register_kernel).
 llvm::Expected<runtime::KernelId> kernel_id(runtime::Engine& engine, KernelIndex index);
 
-KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3 = false);
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3 = false,
+                       bool whole_k = false);
 
 // A GEMM family's kernel definition: moe_<family><gemm>_<dtype> (e.g. moe_wgmma1_fp8), the
 // template function of that name in the embedded `source`, with the template parameters

@@ -99,6 +99,7 @@ WgmmaGemm WgmmaGemm::of(const MoeShape& shape, int gemm, int block_m, const Gemm
   g.tiles = tile.persistent() ? 1 : tile.tiles;
   g.weights = weight_reads(tile, layout, reads);
   g.e4m3 = tile.e4m3;
+  g.whole_k = tile.e4m3 && tile.whole_k;
   return g;
 }
 
@@ -122,7 +123,7 @@ int64_t WgmmaGemm::fixed_ctas(int64_t blocks) const {
          split_k;
 }
 
-runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3) {
+runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3, bool whole_k) {
   using common::raw_param;
   runtime::KernelDef def =
       gemm_kernel_def("wgmma", gemm, dtype, "moe/gemm_wgmma.cu",
@@ -133,8 +134,8 @@ runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3) {
                        raw_param("tiles"),
                        enumeration("weights", "MoeWeightReads", weight_read_names())});
   if (e4m3) { // FP8 GEMM1 on e4m3 tensor cores: the same parameters, its own entry point
-    def.id = "moe_wgmma1_e4m3";
-    def.function = "specjit_kernels::moe_wgmma1_e4m3";
+    def.id = whole_k ? "moe_wgmma1_e4m3w" : "moe_wgmma1_e4m3";
+    def.function = "specjit_kernels::" + def.id;
   }
   return def;
 }
@@ -195,7 +196,7 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
   const CUdeviceptr bulk_from = g.weights == MoeWeightReads::packed_bulk ? weight_data : 0;
   // Looked up once: the persistent schedules size their grid from it.
   auto variant =
-      get_variant(engine, gemm_index(g.gemm, g.dtype, MoeGemmKernel::wgmma, g.e4m3),
+      get_variant(engine, gemm_index(g.gemm, g.dtype, MoeGemmKernel::wgmma, g.e4m3, g.whole_k),
                   g.values(tokens));
   if (!variant)
     return variant.takeError();

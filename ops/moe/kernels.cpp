@@ -63,7 +63,8 @@ std::vector<KernelDef> moe_kernels() {
           moe_gemm_kernel(2, MoeDType::bf16, MoeGemmKernel::wgmma),
           moe_tokens_f16_kernel(),
           moe_pack_weights_kernel(),
-          moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true)};
+          moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true),
+          moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true, true)};
 }
 
 namespace moe_detail {
@@ -84,11 +85,12 @@ llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, Ker
   return engine.get(*id, values);
 }
 
-KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3) {
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3,
+                       bool whole_k) {
   const bool fp8 = dtype == MoeDType::fp8;
   if (kernel == MoeGemmKernel::wgmma) {
     if (gemm == 1)
-      return !fp8 ? k_wgmma1_bf16 : e4m3 ? k_wgmma1_e4m3 : k_wgmma1_fp8;
+      return !fp8 ? k_wgmma1_bf16 : !e4m3 ? k_wgmma1_fp8 : whole_k ? k_wgmma1_e4m3w : k_wgmma1_e4m3;
     return fp8 ? k_wgmma2_fp8 : k_wgmma2_bf16;
   }
   if (gemm == 1)

@@ -7,7 +7,8 @@
 namespace specjit::ops::moe_detail {
 
 KernelIndex PlannedGemm::index() const {
-  return kernel == MoeGemmKernel::wgmma ? gemm_index(wgmma.gemm, wgmma.dtype, kernel, wgmma.e4m3)
+  return kernel == MoeGemmKernel::wgmma ? gemm_index(wgmma.gemm, wgmma.dtype, kernel, wgmma.e4m3,
+                                                     wgmma.whole_k)
                                         : gemm_index(mma.gemm, mma.dtype, kernel);
 }
 
@@ -144,7 +145,7 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
     p.config = resolved->config;
   }
   if (options.accumulation == MoeAccumulation::exact) // every tile then converts to f16
-    p.config.gemm1.e4m3 = false;
+    p.config.gemm1.e4m3 = p.config.gemm1.whole_k = false;
   p.blocks =
       ceil_div(moe_max_padded(tokens * s.top_k, s.experts, p.config.block_m), p.config.block_m);
   p.gemm1 = plan_gemm(s, 1, p.config, layout, options.packed_reads);

@@ -181,9 +181,10 @@ TEST_CASE("a moe model's accumulation field picks FP8 GEMM1's kernel at prefill"
         ids.insert(r.def.id);
     return ids;
   };
-  // The H200 table's Mixtral T = 4096 tile runs on e4m3 tensor cores unless exact is asked for.
-  CHECK(gemm1("") == std::set<std::string>{"moe_wgmma1_e4m3"});
-  CHECK(gemm1("e4m3") == std::set<std::string>{"moe_wgmma1_e4m3"});
+  // The H200 table's Mixtral T = 4096 tile runs on e4m3 tensor cores over the whole K unless
+  // exact is asked for.
+  CHECK(gemm1("") == std::set<std::string>{"moe_wgmma1_e4m3w"});
+  CHECK(gemm1("e4m3") == std::set<std::string>{"moe_wgmma1_e4m3w"});
   CHECK(gemm1("exact") == std::set<std::string>{"moe_wgmma1_fp8"});
   CHECK(parse_error(R"({"models": [{"type": "moe", "experts": 8, "top_k": 2, "hidden": 4096,
       "intermediate": 14336, "accumulation": "fp16"}]})")
@@ -242,7 +243,7 @@ TEST_CASE("a moe model for the H200 derives the tuned table's variants, named or
     f16_tokens |= bucket.config.gemm1.f16_tokens;
   for (const VariantRequest& r : *requests) {
     if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma1_e4m3" ||
-        r.def.id == "moe_gemm1_fp8")
+        r.def.id == "moe_wgmma1_e4m3w" || r.def.id == "moe_gemm1_fp8")
       derived.insert({r.values.begin(), r.values.end() - 1});
     copy |= r.def.id == "moe_tokens_f16";
   }

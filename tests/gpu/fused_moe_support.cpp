@@ -368,7 +368,9 @@ void run_model(const Model& model, Forced forced, MoeHandoff handoff, int calls,
                                                << emulated_vs_truth << " (ratio "
                                                << vs_truth / emulated_vs_truth << ")");
       CHECK(vs_truth <= 1.04 * emulated_vs_truth);
-      CHECK(vs_emulated <= 2e-2); // and close to the emulating reference
+      // And close to the emulating reference: promoted once a stage 2e-2; over the whole K as
+      // the peer (1.15-1.66e-2 from it, ../shared/KERNELS.md) 3e-2.
+      CHECK(vs_emulated <= (resolved->config.gemm1.whole_k ? 3e-2 : 2e-2));
     } else if (fp8)
       CHECK(vs_emulated <= 3e-3);
     else

@@ -44,6 +44,7 @@ enum class Forced {
   wgmma_normal,
   wgmma_f16_tokens,
   wgmma_e4m3,
+  wgmma_e4m3w,
   mma
 };
 

@@ -56,6 +56,14 @@ TEST_CASE("GEMM1 on e4m3 tensor cores meets the accuracy rule at every token cou
     run_model(model, Forced::wgmma_e4m3);
 }
 
+TEST_CASE("GEMM1 on e4m3 tensor cores over the whole K meets the accuracy rule at every token "
+          "count (three models)") {
+  if (!specjit::test::gpu_or_skip("fused_moe e4m3 GEMM1, whole K"))
+    return;
+  for (const Model& model : {k_qwen, k_mixtral, k_deepseek})
+    run_model(model, Forced::wgmma_e4m3w);
+}
+
 // The tuned H200 table, built in (ops/moe/tables/moe-configs-h200.json as built;
 // ops/moe/builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
 // names no table runs on an H200. Every FP8 bucket's configuration, at a token count in each

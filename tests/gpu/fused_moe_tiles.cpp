@@ -13,11 +13,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     return std::nullopt;
   if (forced == Forced::mma)
     return default_moe_config(s, tokens, Arch{9, 0, false});
-  if ((forced == Forced::wgmma_f16_tokens || forced == Forced::wgmma_e4m3) &&
-      s.dtype != MoeDType::fp8)
+  const bool e4m3 = forced == Forced::wgmma_e4m3 || forced == Forced::wgmma_e4m3w;
+  if ((forced == Forced::wgmma_f16_tokens || e4m3) && s.dtype != MoeDType::fp8)
     return std::nullopt; // an FP8 GEMM1 tile: bf16 runs the default rule
-  if (forced == Forced::wgmma_e4m3) {
-    // GEMM1 on e4m3 tensor cores in every orientation and schedule its rule allows: swap-AB
+  if (e4m3) {
+    // GEMM1 on e4m3 tensor cores in every orientation and schedule its rule allows (promoted
+    // once a stage, or over the whole K with wgmma_e4m3w): swap-AB
     // packed (T = 1), two warpgroups splitting K (3), split-K clusters (16), dynamic (64),
     // stream-K (200), normal 128 and 256 wide in two warpgroups (1024; 256: registers moved
     // from the producers), partly filled blocks at the narrower widths.
@@ -54,6 +55,7 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
       break;
     }
     c.gemm1.e4m3 = true;
+    c.gemm1.whole_k = forced == Forced::wgmma_e4m3w;
     return c;
   }
   if (forced == Forced::wgmma_f16_tokens) {

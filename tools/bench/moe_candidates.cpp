@@ -116,13 +116,16 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
       list.push_back(t);
   };
   // At prefill (256 tokens and more) every FP8 GEMM1 tile that reads the e4m3 tokens also on
-  // e4m3 tensor cores (its rule refuses the tiles whose registers would not hold it).
+  // e4m3 tensor cores, promoted once a stage (its rule refuses the tiles whose registers would
+  // not hold it) and over the whole K.
   auto add_tile = [&](int block_m, int gemm, const GemmTile& t) {
     add(block_m, gemm, t);
     if (gemm == 1 && s.dtype == MoeDType::fp8 && tokens >= 256 &&
         t.kernel == MoeGemmKernel::wgmma && !t.f16_tokens) {
       GemmTile e4m3 = t;
       e4m3.e4m3 = true;
+      add(block_m, gemm, e4m3);
+      e4m3.whole_k = true;
       add(block_m, gemm, e4m3);
     }
   };

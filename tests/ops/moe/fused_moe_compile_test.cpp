@@ -225,8 +225,12 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
         std::pair{mixtral, MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(128, 5, false, 2)),
                                          GemmTile::wgmma_tile(128, 4, false, 2)}},
         std::pair{mixtral, MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(256, 4, false, 2)),
-                                         GemmTile::wgmma_tile(128, 4, false, 2)}}})
+                                         GemmTile::wgmma_tile(128, 4, false, 2)}}}) {
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+    MoeTileConfig whole_k = config; // the same tiles accumulating over the whole K
+    whole_k.gemm1.whole_k = true;
+    CHECK(check_wgmma_variants_compile(engine, shape, whole_k) == 2);
+  }
   // And refused where it does not apply, naming why.
   auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
     llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
@@ -248,6 +252,10 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
                                     GemmTile::wgmma_tile(64, 4, true, 1)};
   f16.gemm1.f16_tokens = true;
   CHECK(refused(qwen, f16).find("not with f16_tokens") != std::string::npos);
+  MoeTileConfig unpromoted{64, GemmTile::wgmma_tile(128, 4, true, 1),
+                           GemmTile::wgmma_tile(64, 4, true, 1)};
+  unpromoted.gemm1.whole_k = true;
+  CHECK(refused(qwen, unpromoted).find("whole_k is for e4m3 tiles") != std::string::npos);
   MoeTileConfig mma{16, e4m3(GemmTile{}), GemmTile{}};
   CHECK(refused(qwen, mma).find("e4m3 needs a wgmma tile") != std::string::npos);
   // Exact accumulation runs the f16 kernel on the same tile: the option is the caller's.
@@ -267,6 +275,14 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
   };
   CHECK(gemm1_kernel(*fast) == "moe_wgmma1_e4m3");
   CHECK(gemm1_kernel(*exact_variants) == "moe_wgmma1_fp8");
+  exact.config->gemm1.whole_k = true; // whole_k: its own kernel, also turned off by `exact`
+  auto whole_k_variants = fused_moe_variants(mixtral, exact, Arch{9, 0, true}, {1024});
+  exact.accumulation = MoeAccumulation::e4m3;
+  auto unpromoted_variants = fused_moe_variants(mixtral, exact, Arch{9, 0, true}, {1024});
+  REQUIRE(static_cast<bool>(whole_k_variants));
+  REQUIRE(static_cast<bool>(unpromoted_variants));
+  CHECK(gemm1_kernel(*whole_k_variants) == "moe_wgmma1_fp8");
+  CHECK(gemm1_kernel(*unpromoted_variants) == "moe_wgmma1_e4m3w");
 }
 
 TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "

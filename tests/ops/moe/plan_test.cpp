@@ -24,8 +24,7 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   std::vector<std::string> kernels;
   for (const VariantRequest& r : all->variants())
     kernels.push_back(r.def.id);
-  // The table's Qwen3 T = 1024 GEMM1 runs on e4m3 tensor cores; DeepSeek's at T = 1024 reads an
-  // f16 copy of the tokens (below).
+  // The table's Qwen3 T = 1024 GEMM1 runs on e4m3 tensor cores.
   CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_wgmma1_e4m3",
                                             "moe_wgmma2_fp8", "moe_reduce"});
   // Exact accumulation: the same tile on f16 MMAs.
@@ -38,8 +37,16 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   CHECK(exact_plan->variants()[2].def.id == "moe_wgmma1_fp8");
   options.stages = moe_stage_gemm1 | moe_stage_gemm2;
   const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  // A GEMM1 on an f16 copy of the tokens (swap-AB, two warpgroups) brings the copy kernel.
+  MoeTileConfig f16 = all->config;
+  f16.block_m = 64;
+  f16.gemm1 = GemmTile::wgmma_tile(256, 4, true, 2);
+  f16.gemm1.f16_tokens = true;
+  f16.gemm2 = GemmTile::wgmma_tile(128, 4, false, 1);
+  options.config = f16;
   auto gemms = moe_detail::plan_fused_moe(deepseek, 1024, sm90a, options, MoeWeightLayout::row_major);
-  REQUIRE(static_cast<bool>(gemms));
+  REQUIRE_MESSAGE(static_cast<bool>(gemms), llvm::toString(gemms.takeError()));
+  options.config.reset();
   kernels.clear();
   for (const VariantRequest& r : gemms->variants())
     kernels.push_back(r.def.id);
