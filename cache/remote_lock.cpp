@@ -40,6 +40,10 @@ std::string new_lock_token() {
   return fmt::format("{:016x}{:016x}-{}", bits(device), bits(device), ::getpid());
 }
 
+namespace {
+constexpr uint64_t k_max_token_bytes = 256; // new_lock_token's are about 40
+} // namespace
+
 FleetWait acquire_or_wait(RemoteStore& store, const Digest128& key) {
   using clock = std::chrono::steady_clock;
   const RemoteUrl& url = store.url();
@@ -48,6 +52,7 @@ FleetWait acquire_or_wait(RemoteStore& store, const Digest128& key) {
   auto start = clock::now();
   auto deadline = start + std::chrono::milliseconds(url.lock_ttl_ms);
   auto pause = std::chrono::milliseconds(5);
+  std::string holder; // the token last seen in the lock
   FleetWait result;
   auto waited = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start).count();
@@ -80,6 +85,17 @@ FleetWait acquire_or_wait(RemoteStore& store, const Digest128& key) {
       break;
     }
     result.contended = true;
+    // Each holder gets its expiry: the wait restarts when the lock changes hands, so the waiters
+    // of a holder that died give its successor the time to compile.
+    auto current = store.get(lock_name, k_max_token_bytes);
+    if (!current) {
+      llvm::consumeError(current.takeError());
+      break;
+    }
+    if (*current && **current != holder) {
+      holder = std::move(**current);
+      deadline = clock::now() + std::chrono::milliseconds(url.lock_ttl_ms);
+    }
     if (clock::now() >= deadline)
       break;
     std::this_thread::sleep_for(pause);

@@ -159,3 +159,31 @@ TEST_CASE("the fleet lock has one holder, releases only by its token and expires
   CHECK(ms >= 300);
   CHECK(ms < 800);
 }
+
+TEST_CASE("a waiter gives the successor of a dead lock holder its own expiry") {
+  if (!specjit::test::redis_or_skip("remote_store_test"))
+    return;
+  RedisServer server;
+  Watched a = open(server.url("lock_ttl_ms=1000")), b = open(server.url("lock_ttl_ms=1000"));
+  cache::test::SampleEntry entry = cache::test::sample_entry("successor", 3);
+  const std::string lock = remote_lock_name(entry.key);
+  // A holder that will never publish; at 300 ms the lock passes to one that publishes at
+  // 1100 ms, after the first holder's expiry would have ended the wait (1000 ms).
+  REQUIRE(a.store->set(lock, "dead-holder", true, 1000).get());
+  std::thread successor([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(a.store->set(lock, "successor", false, 1000).get());
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    CHECK(a.store->set(remote_entry_name(entry.key),
+                       remote_value_encode(entry.bytes, entry.key), false));
+  });
+  FleetWait waited;
+  const double ms = ms_of([&] { waited = acquire_or_wait(*b.store, entry.key); });
+  successor.join();
+  CHECK(waited.contended);
+  CHECK(!waited.lock.held());
+  REQUIRE(waited.value);
+  CHECK(remote_value_decode(*waited.value, entry.key, 1 << 20));
+  CHECK(ms >= 1000); // past the dead holder's expiry
+  CHECK(ms < 2500);
+}
