@@ -166,7 +166,7 @@ template <class G>
 __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int step0, int k0, int k1,
                                                   float (&acc)[G::k_halves][G::k_acc]) {
   moe_with_width<G>(b.used_rows, [&](auto width) {
-    constexpr int k_width = decltype(width)::value;
+    [[maybe_unused]] constexpr int k_width = decltype(width)::value; // the f16 normal: all rows
     if constexpr (!G::k_fp8)
       moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (!G::k_gated)

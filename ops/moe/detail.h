@@ -174,6 +174,33 @@ struct MoeBuffers {
   static MoeBuffers of(const FusedMoeTensors& t, const MoeWorkspaceLayout& l);
 };
 
+// The arguments both GEMM kernel families' GEMM1 (GEMM2) take alike, from `b`; each family's
+// args then add their own (weights, maps, hand-off).
+template <class Args>
+void fill_gemm1_args(Args& args, const MoeShape& s, const MoeBuffers& b, int64_t tokens) {
+  args.sorted_ids = device_pointer<const int>(b.sorted_ids);
+  args.expert_ids = device_pointer<const int>(b.expert_ids);
+  args.num_post_padded = device_pointer<const int>(b.num_post_padded);
+  args.a1_scale = device_pointer<const float>(b.a1_scale);
+  args.w13_scale = device_pointer<const float>(b.w13_scale);
+  args.a2_scale = device_pointer<const float>(b.a2_scale);
+  args.intermediate = device_pointer<unsigned char>(b.intermediate);
+  args.num_tokens = static_cast<int>(tokens);
+  args.top_k = static_cast<int>(s.top_k);
+}
+template <class Args>
+void fill_gemm2_args(Args& args, const MoeShape& s, const MoeBuffers& b, int64_t tokens) {
+  args.sorted_ids = device_pointer<const int>(b.sorted_ids);
+  args.expert_ids = device_pointer<const int>(b.expert_ids);
+  args.num_post_padded = device_pointer<const int>(b.num_post_padded);
+  args.a2_scale = device_pointer<const float>(b.a2_scale);
+  args.w2_scale = device_pointer<const float>(b.w2_scale);
+  args.topk_weights = device_pointer<const float>(b.topk_weights);
+  args.slot_out = device_pointer<unsigned short>(b.slot_out);
+  args.num_tokens = static_cast<int>(tokens);
+  args.top_k = static_cast<int>(s.top_k);
+}
+
 // Looks the variant up, loading it on first use.
 llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, KernelIndex index,
                                                     llvm::ArrayRef<int64_t> values);

@@ -48,29 +48,13 @@ llvm::Error launch_mma_gemm(runtime::Engine& engine, const MoeShape& s, const Mm
     specjit_kernels::MoeMmaGemm1Args args{};
     args.hidden = device_pointer<const unsigned char>(b.hidden);
     args.w13 = device_pointer<const unsigned char>(b.w13);
-    args.sorted_ids = device_pointer<const int>(b.sorted_ids);
-    args.expert_ids = device_pointer<const int>(b.expert_ids);
-    args.num_post_padded = device_pointer<const int>(b.num_post_padded);
-    args.a1_scale = device_pointer<const float>(b.a1_scale);
-    args.w13_scale = device_pointer<const float>(b.w13_scale);
-    args.a2_scale = device_pointer<const float>(b.a2_scale);
-    args.intermediate = device_pointer<unsigned char>(b.intermediate);
-    args.num_tokens = static_cast<int>(tokens);
-    args.top_k = static_cast<int>(s.top_k);
+    fill_gemm1_args(args, s, b, tokens);
     return launch_variant(engine, index, g.values(tokens), launch, args);
   }
   specjit_kernels::MoeMmaGemm2Args args{};
   args.intermediate = device_pointer<const unsigned char>(b.intermediate);
   args.w2 = device_pointer<const unsigned char>(b.w2);
-  args.sorted_ids = device_pointer<const int>(b.sorted_ids);
-  args.expert_ids = device_pointer<const int>(b.expert_ids);
-  args.num_post_padded = device_pointer<const int>(b.num_post_padded);
-  args.a2_scale = device_pointer<const float>(b.a2_scale);
-  args.w2_scale = device_pointer<const float>(b.w2_scale);
-  args.topk_weights = device_pointer<const float>(b.topk_weights);
-  args.slot_out = device_pointer<unsigned short>(b.slot_out);
-  args.num_tokens = static_cast<int>(tokens);
-  args.top_k = static_cast<int>(s.top_k);
+  fill_gemm2_args(args, s, b, tokens);
   return launch_variant(engine, index, g.values(tokens), launch, args);
 }
 

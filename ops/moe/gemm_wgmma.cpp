@@ -224,18 +224,10 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
     }
     args.hidden = device_pointer<const unsigned char>(
         g.orientation == MoeOrientation::swap_ab_f16_tokens ? b.tokens_f16 : b.hidden);
-    args.sorted_ids = device_pointer<const int>(b.sorted_ids);
-    args.expert_ids = device_pointer<const int>(b.expert_ids);
-    args.num_post_padded = device_pointer<const int>(b.num_post_padded);
-    args.a1_scale = device_pointer<const float>(b.a1_scale);
-    args.w13_scale = device_pointer<const float>(b.w13_scale);
-    args.a2_scale = device_pointer<const float>(b.a2_scale);
-    args.intermediate = device_pointer<unsigned char>(b.intermediate);
+    fill_gemm1_args(args, s, b, tokens);
     args.scratch = device_pointer<unsigned char>(b.scratch);
     args.handoff = how.handoff;
     args.group_blocks = how.group_blocks;
-    args.num_tokens = static_cast<int>(tokens);
-    args.top_k = static_cast<int>(s.top_k);
     args.w13_packed = device_pointer<const unsigned char>(bulk_from);
     return engine.launch(**variant, launch, args);
   }
@@ -248,18 +240,10 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
   specjit_kernels::MoeWgmmaGemm2Args args{};
   args.w2_map = to_desc(*map);
   args.intermediate_map = to_desc(*inter_map);
-  args.sorted_ids = device_pointer<const int>(b.sorted_ids);
-  args.expert_ids = device_pointer<const int>(b.expert_ids);
-  args.num_post_padded = device_pointer<const int>(b.num_post_padded);
-  args.a2_scale = device_pointer<const float>(b.a2_scale);
-  args.w2_scale = device_pointer<const float>(b.w2_scale);
-  args.topk_weights = device_pointer<const float>(b.topk_weights);
-  args.slot_out = device_pointer<unsigned short>(b.slot_out);
+  fill_gemm2_args(args, s, b, tokens);
   args.scratch = device_pointer<unsigned char>(b.scratch);
   args.handoff_target = how.handoff;
   args.group_blocks = how.group_blocks;
-  args.num_tokens = static_cast<int>(tokens);
-  args.top_k = static_cast<int>(s.top_k);
   args.w2_packed = device_pointer<const unsigned char>(bulk_from);
   return engine.launch(**variant, launch, args);
 }
