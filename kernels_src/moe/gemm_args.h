@@ -15,12 +15,16 @@ namespace specjit_kernels {
 // expert. swap_ab: 64 weight rows are M, the block's tokens N: few tokens an expert.
 // swap_ab_f16_tokens / swap_ab_f16_sorted (FP8 GEMM1): swap-AB reading a copy of the tokens
 // converted to f16 once per call (moe/tokens_f16.cu), in token order (gathered) or in the slots'
-// sorted order (TMA boxes). The values are the names' order; the host spells them by name.
+// sorted order (TMA boxes). normal_sorted (FP8 GEMM1 on e4m3 tensor cores, top_k <= 2): normal,
+// its token rows from an e4m3 copy in the slots' sorted order (moe/tokens_f16.cu, SORTED 2), one
+// TMA box a stage instead of a gather. The values are the names' order; the host spells them by
+// name.
 enum class MoeOrientation : int {
   normal = 0,
   swap_ab = 1,
   swap_ab_f16_tokens = 2,
   swap_ab_f16_sorted = 3,
+  normal_sorted = 4,
 };
 
 // How a wgmma GEMM's CTAs share the work (template argument SCHEDULE). fixed: one CTA per

@@ -7,8 +7,11 @@
 //             rows as one TMA box. Padding rows are not written (their outputs are dropped).
 // Each 16 values of a row are stored in the k order of wgmma's f16 register-A fragments
 // (e4m3x16_to_f16_fragment_order): the GEMM's weights are converted into that order in
-// registers, and the f16 tokens, wgmma's B, must follow it. Each thread converts one 16-byte
-// chunk per step (H % 16 == 0: the op's rule for FP8 shapes).
+// registers, and the f16 tokens, wgmma's B, must follow it.
+//   SORTED 2: as 1, but the e4m3 bytes as they are, [padded, H] (the normal orientation's e4m3
+//             tiles reading the sorted copy, MoeOrientation::normal_sorted).
+// Each thread converts (copies) one 16-byte chunk per step (H % 16 == 0: the op's rule for FP8
+// shapes).
 #include "common/spec.cuh"
 #include "common/wgmma.cuh"
 
@@ -31,6 +34,10 @@ __global__ void __launch_bounds__(256)
       if (slot < 0 || slot >= tokens * top_k)
         continue; // padding
       chunk = static_cast<long long>(slot / top_k) * row_chunks + i % row_chunks;
+    }
+    if constexpr (SORTED == 2) {
+      store_u32x4(out + i * 16, *reinterpret_cast<const U32x4*>(hidden + chunk * 16));
+      continue;
     }
     U32x4 first, second;
     e4m3x16_to_f16_fragment_order(SORTED ? *reinterpret_cast<const U32x4*>(hidden + chunk * 16)

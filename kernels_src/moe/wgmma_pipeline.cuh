@@ -43,7 +43,8 @@ inline constexpr int k_scratch_ints = k_handoff_counters + k_handoff_blocks;
 template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS,
           int STAGES, int SPLITK, MoeSchedule SCHEDULE, int TILES>
 struct MoeWgmma {
-  static constexpr bool k_swap_ab = ORIENTATION != MoeOrientation::normal;
+  static constexpr bool k_swap_ab =
+      ORIENTATION != MoeOrientation::normal && ORIENTATION != MoeOrientation::normal_sorted;
   static constexpr int k_k_bytes = K * (FP8 ? 1 : 2);
   // FP8 GEMM1, swap-AB, for many tokens an expert: the tokens come from a copy converted to f16
   // once per call (moe/tokens_f16.cu, in the k order of the register-A fragments), so no CTA
@@ -58,6 +59,8 @@ struct MoeWgmma {
   static constexpr bool k_t16 = ORIENTATION == MoeOrientation::swap_ab_f16_tokens ||
                                 ORIENTATION == MoeOrientation::swap_ab_f16_sorted;
   static constexpr bool k_t16_sorted = ORIENTATION == MoeOrientation::swap_ab_f16_sorted;
+  // Token rows from a copy in the slots' sorted order, by TMA: f16 (swap-AB) or e4m3 (normal).
+  static constexpr bool k_a_sorted = k_t16_sorted || ORIENTATION == MoeOrientation::normal_sorted;
   // Bytes of the gathered token rows per byte of the weights' K (f16 tokens: 2 per e4m3 value).
   static constexpr int k_t_bytes_per_k = k_t16 ? 2 : 1;
   static constexpr int k_a_row_bytes = k_k_bytes * k_t_bytes_per_k; // a gathered token row
@@ -69,13 +72,13 @@ struct MoeWgmma {
   // Producer warps: the normal orientation's GEMM1 gathers 64 * WGS token rows per stage (eight
   // 16-byte cp.async per row), too many instructions for one warp to keep up with the tensor
   // cores; four warps share them (k_producers threads load), and so do the f16-token GEMM1's in
-  // token order (16 per row). Everything else loads with one (GEMM2 and the sorted f16-token
-  // GEMM1 gather nothing); the sorted f16-token GEMM1 still launches a whole producer warpgroup,
-  // whose registers its consumers take (k_producer_regs; an SM quarter holds three of 9 warps at
-  // 168 registers), and its other three warps exit. The host launches the same count
+  // token order (16 per row). Everything else loads with one (GEMM2 and the GEMM1s on a sorted
+  // copy gather nothing); those GEMM1s still launch a whole producer warpgroup, whose registers
+  // their consumers take (k_producer_regs; an SM quarter holds three of 9 warps at 168
+  // registers), and its other three warps exit. The host launches the same count
   // (ops/moe/config.cpp, GemmTile::threads); the launch bounds use k_threads.
   static constexpr int k_producer_warps = GATED && (!k_swap_ab || k_t16) ? 4 : 1;
-  static constexpr int k_producers = k_t16_sorted ? 32 : 32 * k_producer_warps;
+  static constexpr int k_producers = k_a_sorted ? 32 : 32 * k_producer_warps;
   static constexpr int k_threads = k_consumers + 32 * k_producer_warps;
   static constexpr int k_w_tile_bytes = BW * 128;
   // Registers moved from the producer warpgroup to the consumers (setmaxnreg), for tiles whose
@@ -88,7 +91,7 @@ struct MoeWgmma {
   // the rest of the launch's share (232 against 40, 224 against 56).
   static constexpr int k_producer_regs =
       FP8 && GATED && WGS == 2 && ((!k_swap_ab && BW == 256) || k_t16)
-          ? (SCHEDULE == MoeSchedule::dynamic && !k_t16_sorted ? 56 : 40)
+          ? (SCHEDULE == MoeSchedule::dynamic && !k_a_sorted ? 56 : 40)
           : 0;
   static constexpr int k_consumer_regs =
       k_producer_regs == 0
@@ -108,9 +111,9 @@ struct MoeWgmma {
   static constexpr bool k_packed = k_swap_ab && GATED && BW == 64;
   static constexpr int k_halves = k_swap_ab && GATED && !k_packed ? 2 : 1;
   static constexpr int k_acc = k_mma_n / 2;
-  // GEMM2 and the sorted f16-token GEMM1 load their token rows with TMA (no gather): the stage's
+  // GEMM2 and the GEMM1s on a sorted copy load their token rows with TMA (no gather): the stage's
   // only arrival is the producer's.
-  static constexpr bool k_a_tma = !GATED || k_t16_sorted;
+  static constexpr bool k_a_tma = !GATED || k_a_sorted;
   static constexpr int k_full_arrivals = k_a_tma ? 1 : 1 + k_producers;
   // Weight tiles per CTA, one after the other through one continuous pipeline (the next tile's
   // weights and tokens stream in while the consumers write this tile's outputs): fewer, longer
@@ -193,15 +196,18 @@ template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TO
           bool WHOLE_K = false>
 struct MoeWgmmaTraits
     : MoeWgmma<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES> {
-  using Base = MoeWgmma<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES>;
+  using Base =
+      MoeWgmma<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES>;
   static_assert(!E4M3 || (FP8 && GATED && !Base::k_t16),
                 "e4m3 MMAs: FP8 GEMM1 on its e4m3 tokens (GEMM2 always uses them)");
   static_assert(!WHOLE_K || E4M3, "whole-K accumulation is for e4m3 MMAs");
+  static_assert(ORIENTATION != MoeOrientation::normal_sorted || E4M3,
+                "the sorted e4m3 copy of the tokens is for e4m3 MMAs");
   static constexpr bool k_e4m3_mma = E4M3;
   static constexpr bool k_e4m3_whole_k = WHOLE_K;
   static constexpr MoeWeightReads k_weights = WEIGHTS;
   static constexpr bool k_gated = GATED;
-  static constexpr bool k_swap = ORIENTATION != MoeOrientation::normal;
+  static constexpr bool k_swap = Base::k_swap_ab;
   static constexpr int k_tok = TOK;
   static constexpr int k_bw = BW;
   static constexpr int k_stages_value = STAGES;

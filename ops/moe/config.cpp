@@ -30,6 +30,7 @@ struct TileUse {
   int64_t k;           // values of K
   bool gated;          // GEMM1
   bool fp8;
+  int64_t top_k;
 };
 
 // Each rule returns why the tile breaks it, or an empty string.
@@ -85,6 +86,11 @@ std::string e4m3_rule(const GemmTile& t, const TileUse& u) {
     return "e4m3 reads the e4m3 tokens: not with f16_tokens";
   if (t.swap_ab && u.block_m > (t.warpgroups == 2 ? 64 : 128))
     return "e4m3 swap-AB needs block_m <= 128 (<= 64 with 2 warpgroups)";
+  // The sorted copy lives in the f16 copy's workspace (sized for top_k <= 2 and its blocks).
+  if (t.sorted_tokens && (t.swap_ab || u.top_k > moe_detail::k_f16_tokens_sorted_top_k ||
+                          u.block_m > moe_detail::k_max_f16_tokens_block_m))
+    return fmt::format("sorted_tokens needs the normal orientation, top_k <= {} and block_m <= {}",
+                       moe_detail::k_f16_tokens_sorted_top_k, moe_detail::k_max_f16_tokens_block_m);
   return "";
 }
 
@@ -176,8 +182,8 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   std::string why;
   if (t.stages < 2 || t.stages > 8)
     why = "2 to 8 pipeline stages";
-  else if (t.whole_k && !t.e4m3)
-    why = "whole_k is for e4m3 tiles";
+  else if ((t.whole_k || t.sorted_tokens) && !t.e4m3)
+    why = t.whole_k ? "whole_k is for e4m3 tiles" : "sorted_tokens is for e4m3 tiles";
   else if (t.e4m3)
     why = e4m3_rule(t, u);
   if (why.empty())
@@ -232,17 +238,19 @@ GemmTile GemmTile::wgmma_tile(int block_n, int stages, bool swap_ab, int warpgro
 
 std::string GemmTile::describe() const {
   if (kernel == MoeGemmKernel::wgmma)
-    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}{}{}", swap_ab ? "-swap" : "", block_n, warpgroups,
-                       stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
+    return fmt::format("wgmma{} n{} g{} s{}{}{}{}{}{}{}{}", swap_ab ? "-swap" : "", block_n,
+                       warpgroups, stages, split_k > 1 ? fmt::format(" k{}", split_k) : "",
                        tiles > 1 ? fmt::format(" t{}", tiles) : "",
                        stream_k()  ? " sk"
                        : dynamic() ? " dyn"
                                    : "",
-                       f16_tokens ? " f16" : "",
+                       f16_tokens ? " f16" : "", sorted_tokens ? " sorted" : "",
                        packed_reads == MoePackedReads::automatic
                            ? ""
                            : " " + moe_packed_reads_name(packed_reads).str(),
-                       !e4m3 ? "" : whole_k ? " e4m3w" : " e4m3");
+                       !e4m3     ? ""
+                       : whole_k ? " e4m3w"
+                                 : " e4m3");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 
@@ -328,9 +336,11 @@ llvm::Error check_moe_gemm_tile(const MoeShape& shape, int gemm, int block_m, co
     return make_error(Errc::invalid_argument,
                       "fused_moe: block_m must be a multiple of 8 in [8, 256], got {}", block_m);
   if (gemm == 1)
-    return check_tile("gemm1", tile, {block_m, shape.intermediate, shape.hidden, true, fp8}, arch);
+    return check_tile("gemm1", tile,
+                      {block_m, shape.intermediate, shape.hidden, true, fp8, shape.top_k}, arch);
   if (gemm == 2)
-    return check_tile("gemm2", tile, {block_m, shape.hidden, shape.intermediate, false, fp8}, arch);
+    return check_tile("gemm2", tile,
+                      {block_m, shape.hidden, shape.intermediate, false, fp8, shape.top_k}, arch);
   return make_error(Errc::invalid_argument, "fused_moe: no GEMM {} (1 or 2)", gemm);
 }
 
@@ -394,8 +404,8 @@ llvm::Expected<ResolvedMoeConfig> resolve_moe_config(const MoeShape& shape, int6
     note_other_devices(*table, shape, target);
   // Counts above the last bound take the last bucket's configuration, declared as the
   // policy's overflow bucket: a tile choice, not an upper bound any kernel is told.
-  auto spec =
-      runtime::specialize(runtime::Policy::bucketed(resolved.bounds, /*overflow=*/true), num_tokens);
+  auto spec = runtime::specialize(runtime::Policy::bucketed(resolved.bounds, /*overflow=*/true),
+                                  num_tokens);
   if (!spec)
     return spec.takeError();
   resolved.bucket =

@@ -108,6 +108,9 @@ llvm::StringRef moe_packed_reads_name(MoePackedReads reads);
 //          the rate of the f16 MMAs the exact accumulation runs (FusedMoeOptions::accumulation).
 //          whole_k (with e4m3): the e4m3 MMAs accumulate over all of K in place, unpromoted, as
 //          the peer's tl.dot does on sm_90: no partial sums, one group of MMAs in flight.
+//          sorted_tokens (with e4m3, normal orientation, top_k <= 2, block_m <= 128): the token
+//          rows from an e4m3 copy in the slots' sorted order, made once a call (moe_tokens_f16
+//          SORTED 2), one TMA box a stage instead of gathering them.
 struct GemmTile {
   int block_n = 64;
   int warps_m = 1;
@@ -123,6 +126,7 @@ struct GemmTile {
   MoePackedReads packed_reads = MoePackedReads::automatic; // wgmma, packed weights only
   bool e4m3 = false;
   bool whole_k = false;
+  bool sorted_tokens = false;
   friend bool operator==(const GemmTile&, const GemmTile&) = default;
 
   bool stream_k() const { return schedule == MoeSchedule::stream_k; }
@@ -134,7 +138,7 @@ struct GemmTile {
                              int tiles = 1);
 
   // "n64 w1x4 s4", "wgmma-swap n128 g1 s6", "... s8 k4", "... t4", "... sk" (stream_k), "... dyn",
-  // "... f16" (f16_tokens), "... e4m3", "... e4m3w" (whole_k)
+  // "... f16" (f16_tokens), "... sorted" (sorted_tokens), "... e4m3", "... e4m3w" (whole_k)
   std::string describe() const;
   // Threads per CTA of GEMM `gemm` (1 or 2). wgmma: 128 per consumer warpgroup and the producer
   // warps: four for GEMM1 in the normal orientation (it gathers 64 token rows per warpgroup and

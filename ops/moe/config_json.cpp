@@ -44,9 +44,9 @@ llvm::Expected<GemmTile> parse_tile(const llvm::json::Object* object, llvm::Stri
       fields.push_back({&tile.split_k, "split_k"});
     if (object->get("tiles") != nullptr)
       fields.push_back({&tile.tiles, "tiles"});
-    for (auto [flag, name] : {std::pair{&tile.f16_tokens, "f16_tokens"},
-                              std::pair{&tile.e4m3, "e4m3"},
-                              std::pair{&tile.whole_k, "whole_k"}}) {
+    for (auto [flag, name] :
+         {std::pair{&tile.f16_tokens, "f16_tokens"}, std::pair{&tile.e4m3, "e4m3"},
+          std::pair{&tile.whole_k, "whole_k"}, std::pair{&tile.sorted_tokens, "sorted_tokens"}}) {
       if (object->get(name) == nullptr)
         continue;
       auto value = object->getBoolean(name);
@@ -118,6 +118,8 @@ llvm::json::Object tile_json(const GemmTile& t) {
       o["e4m3"] = true;
     if (t.whole_k)
       o["whole_k"] = true;
+    if (t.sorted_tokens)
+      o["sorted_tokens"] = true;
     if (t.packed_reads != MoePackedReads::automatic)
       o["reads"] = moe_packed_reads_name(t.packed_reads);
     return o;

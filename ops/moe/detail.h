@@ -154,8 +154,10 @@ llvm::Error launch_align(runtime::Engine& engine, llvm::ArrayRef<int64_t> values
 std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder order,
                                   int64_t num_tokens);
 // The template values of moe_tokens_f16 (moe_tokens_f16_kernel): the copy's order by
-// f16_tokens_sorted, for its launch and the manifest's variants.
-std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens);
+// f16_tokens_sorted, or sorted_e4m3 (GEMM1 tiles with sorted_tokens: the e4m3 bytes in sorted
+// order), for its launch and the manifest's variants.
+std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens,
+                                       bool sorted_e4m3 = false);
 // How a wgmma GEMM's producer reads the weights (MoeWeights in
 // kernels_src/moe/wgmma_pipeline.cuh): row-major through a rank-3 tensor map, or packed by bulk
 // copies or through a rank-4 map: `reads` (the call's MoeTuning), or where that is

@@ -36,7 +36,8 @@ namespace specjit::ops {
 //     (GEMM1: n = I, k = H; GEMM2: n = H, k = I; orientation, schedule and weights are the
 //     enumerations of kernels_src/moe/gemm_args.h)
 //   moe_reduce<top_k, num_tokens>
-//   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden)
+//   moe_tokens_f16<sorted, num_tokens> (FP8 GEMM1 tiles with f16_tokens: the f16 copy of hidden;
+//     sorted 2, tiles with sorted_tokens: hidden's e4m3 rows in the slots' sorted order)
 //   moe_pack_weights<rows> (rows a dynamic spec word: one variant)
 runtime::KernelDef moe_route_kernel();
 runtime::KernelDef moe_align_kernel();

@@ -14,7 +14,7 @@ namespace {
 // name expressions spell them, so a name that drifted fails every compile of the kernel.
 const std::vector<std::string>& orientation_names() {
   static const std::vector<std::string> names = {"normal", "swap_ab", "swap_ab_f16_tokens",
-                                                 "swap_ab_f16_sorted"};
+                                                 "swap_ab_f16_sorted", "normal_sorted"};
   return names;
 }
 const std::vector<std::string>& schedule_names() {
@@ -88,8 +88,11 @@ WgmmaGemm WgmmaGemm::of(const MoeShape& shape, int gemm, int block_m, const Gemm
   if (tile.f16_tokens)
     g.orientation = f16_tokens_sorted(shape) ? MoeOrientation::swap_ab_f16_sorted
                                              : MoeOrientation::swap_ab_f16_tokens;
+  else if (tile.swap_ab)
+    g.orientation = MoeOrientation::swap_ab;
   else
-    g.orientation = tile.swap_ab ? MoeOrientation::swap_ab : MoeOrientation::normal;
+    g.orientation =
+        tile.e4m3 && tile.sorted_tokens ? MoeOrientation::normal_sorted : MoeOrientation::normal;
   g.block_m = block_m;
   g.block_n = tile.block_n;
   g.warpgroups = tile.warpgroups;
@@ -125,14 +128,12 @@ int64_t WgmmaGemm::fixed_ctas(int64_t blocks) const {
 
 runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3, bool whole_k) {
   using common::raw_param;
-  runtime::KernelDef def =
-      gemm_kernel_def("wgmma", gemm, dtype, "moe/gemm_wgmma.cu",
-                      {enumeration("orientation", "MoeOrientation", orientation_names()),
-                       raw_param("block_m"), raw_param("block_n"), raw_param("warpgroups"),
-                       raw_param("stages"), raw_param("split_k"),
-                       enumeration("schedule", "MoeSchedule", schedule_names()),
-                       raw_param("tiles"),
-                       enumeration("weights", "MoeWeightReads", weight_read_names())});
+  runtime::KernelDef def = gemm_kernel_def(
+      "wgmma", gemm, dtype, "moe/gemm_wgmma.cu",
+      {enumeration("orientation", "MoeOrientation", orientation_names()), raw_param("block_m"),
+       raw_param("block_n"), raw_param("warpgroups"), raw_param("stages"), raw_param("split_k"),
+       enumeration("schedule", "MoeSchedule", schedule_names()), raw_param("tiles"),
+       enumeration("weights", "MoeWeightReads", weight_read_names())});
   if (e4m3) { // FP8 GEMM1 on e4m3 tensor cores: the same parameters, its own entry point
     def.id = whole_k ? "moe_wgmma1_e4m3w" : "moe_wgmma1_e4m3";
     def.function = "specjit_kernels::" + def.id;
@@ -145,14 +146,18 @@ bool WgmmaGemm::f16_tokens() const {
          orientation == MoeOrientation::swap_ab_f16_sorted;
 }
 
+bool WgmmaGemm::swap_ab() const {
+  return orientation != MoeOrientation::normal && orientation != MoeOrientation::normal_sorted;
+}
+
 unsigned WgmmaGemm::threads() const {
-  const bool swap_ab = orientation != MoeOrientation::normal;
-  const int producer_warps = gemm == 1 && (!swap_ab || f16_tokens()) ? 4 : 1;
+  // The sorted copies' tiles launch them too; three exit (kernels_src/moe/wgmma_pipeline.cuh).
+  const int producer_warps = gemm == 1 && (!swap_ab() || f16_tokens()) ? 4 : 1;
   return static_cast<unsigned>(128 * warpgroups + 32 * producer_warps);
 }
 
 unsigned WgmmaGemm::shared_bytes() const {
-  const bool swap_ab = orientation != MoeOrientation::normal, t16 = f16_tokens();
+  const bool swap_ab = this->swap_ab(), t16 = f16_tokens();
   const unsigned rows = static_cast<unsigned>(block_m * (t16 ? 2 : 1) + block_n);
   unsigned dynamic = static_cast<unsigned>(stages) * rows * k_moe_row_bytes;
   dynamic += 1024; // room to align the tiles to 1024 bytes
@@ -221,6 +226,15 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
       if (!f16_map)
         return f16_map.takeError();
       args.tokens_map = to_desc(*f16_map);
+    }
+    if (g.orientation == MoeOrientation::normal_sorted) { // the e4m3 copy: one box a stage
+      auto sorted_map = runtime::tensor_map_u8_3d(
+          b.tokens_f16,
+          {static_cast<uint64_t>(s.hidden), static_cast<uint64_t>(b.tokens_f16_rows), 1},
+          {128, static_cast<uint32_t>(g.block_m), 1});
+      if (!sorted_map)
+        return sorted_map.takeError();
+      args.tokens_map = to_desc(*sorted_map);
     }
     args.hidden = device_pointer<const unsigned char>(
         g.orientation == MoeOrientation::swap_ab_f16_tokens ? b.tokens_f16 : b.hidden);

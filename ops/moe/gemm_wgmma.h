@@ -24,7 +24,7 @@ struct WgmmaGemm {
   int tiles = 1; // weight tiles a CTA (fixed schedule; 1 for the persistent ones)
   MoeWeightReads weights = MoeWeightReads::row_major_map;
   bool whole_k = false; // with e4m3: accumulated over all of K unpromoted (moe_wgmma1_e4m3w)
-  bool e4m3 = false; // FP8 GEMM1: e4m3 MMAs (moe_wgmma1_e4m3), not f16 ones on exact conversions
+  bool e4m3 = false;    // FP8 GEMM1: e4m3 MMAs (moe_wgmma1_e4m3), not f16 ones on exact conversions
 
   // The variant GEMM `gemm` runs with `tile` (a wgmma tile) over token blocks of block_m, on
   // weights in `layout` read as `reads` says (automatic: the tile's own, else the rule).
@@ -38,6 +38,7 @@ struct WgmmaGemm {
   int output_columns() const { return gemm == 1 ? block_n / 2 : block_n; } // of a tile
   bool persistent() const { return schedule != MoeSchedule::fixed; }
   bool f16_tokens() const;
+  bool swap_ab() const; // the swap-AB orientations (not normal, not normal_sorted)
   // Threads a CTA: 128 per consumer warpgroup and the producer warps, four for GEMM1 in the
   // normal orientation (it gathers 64 token rows per warpgroup and stage) or with f16 tokens
   // (256 bytes a row and stage), one otherwise (MoeWgmma::k_producer_warps).

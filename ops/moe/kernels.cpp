@@ -45,8 +45,7 @@ KernelDef moe_tokens_f16_kernel() {
 }
 
 KernelDef moe_pack_weights_kernel() {
-  return builtin_kernel("moe_pack_weights", "moe/pack_weights.cu",
-                        {common::spec_param("rows")});
+  return builtin_kernel("moe_pack_weights", "moe/pack_weights.cu", {common::spec_param("rows")});
 }
 
 std::vector<KernelDef> moe_kernels() {
@@ -85,8 +84,7 @@ llvm::Expected<const runtime::Variant*> get_variant(runtime::Engine& engine, Ker
   return engine.get(*id, values);
 }
 
-KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3,
-                       bool whole_k) {
+KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3, bool whole_k) {
   const bool fp8 = dtype == MoeDType::fp8;
   if (kernel == MoeGemmKernel::wgmma) {
     if (gemm == 1)
@@ -113,8 +111,9 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
   return {experts, block_m, order == MoeSlotOrder::stable ? 1 : 0, num_tokens};
 }
 
-std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens) {
-  return {f16_tokens_sorted(shape) ? 1 : 0, num_tokens};
+std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens,
+                                       bool sorted_e4m3) {
+  return {sorted_e4m3 ? 2 : f16_tokens_sorted(shape) ? 1 : 0, num_tokens};
 }
 
 // Measured on the H200 with the weights packed (docs/moe.md, "Packed weights"), each GEMM

@@ -7,9 +7,9 @@
 namespace specjit::ops::moe_detail {
 
 KernelIndex PlannedGemm::index() const {
-  return kernel == MoeGemmKernel::wgmma ? gemm_index(wgmma.gemm, wgmma.dtype, kernel, wgmma.e4m3,
-                                                     wgmma.whole_k)
-                                        : gemm_index(mma.gemm, mma.dtype, kernel);
+  return kernel == MoeGemmKernel::wgmma
+             ? gemm_index(wgmma.gemm, wgmma.dtype, kernel, wgmma.e4m3, wgmma.whole_k)
+             : gemm_index(mma.gemm, mma.dtype, kernel);
 }
 
 std::vector<int64_t> PlannedGemm::values(int64_t num_tokens) const {
@@ -145,7 +145,7 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
     p.config = resolved->config;
   }
   if (options.accumulation == MoeAccumulation::exact) // every tile then converts to f16
-    p.config.gemm1.e4m3 = p.config.gemm1.whole_k = false;
+    p.config.gemm1.e4m3 = p.config.gemm1.whole_k = p.config.gemm1.sorted_tokens = false;
   p.blocks =
       ceil_div(moe_max_padded(tokens * s.top_k, s.experts, p.config.block_m), p.config.block_m);
   p.gemm1 = plan_gemm(s, 1, p.config, layout, options.packed_reads);
@@ -162,8 +162,8 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
                    p.gemm2.kernel == MoeGemmKernel::wgmma;
   p.route = {s.experts, s.top_k, options.renormalize ? 1 : 0, tokens};
   p.align = align_values(s.experts, p.config.block_m, p.slot_order, tokens);
-  if (p.config.gemm1.f16_tokens)
-    p.tokens_f16 = tokens_f16_values(s, tokens);
+  if (p.config.gemm1.f16_tokens || p.config.gemm1.sorted_tokens)
+    p.tokens_f16 = tokens_f16_values(s, tokens, p.config.gemm1.sorted_tokens);
   p.reduce = {s.top_k, tokens};
   return p;
 }

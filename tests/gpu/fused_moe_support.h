@@ -45,6 +45,7 @@ enum class Forced {
   wgmma_f16_tokens,
   wgmma_e4m3,
   wgmma_e4m3w,
+  wgmma_e4m3_sorted,
   mma
 };
 
@@ -59,7 +60,6 @@ inline std::optional<std::string> env_list(const char* name) {
 inline bool listed(const std::string& list, llvm::StringRef item) {
   return list.find(("," + item + ",").str()) != std::string::npos;
 }
-
 
 // The forced families of the "every GEMM kernel" case, by the names SPECJIT_FORCED_ONLY uses.
 inline constexpr int k_forced_family_count = 7;

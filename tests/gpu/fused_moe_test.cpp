@@ -64,6 +64,13 @@ TEST_CASE("GEMM1 on e4m3 tensor cores over the whole K meets the accuracy rule a
     run_model(model, Forced::wgmma_e4m3w);
 }
 
+TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens meets the accuracy rule at every token "
+          "count (Mixtral)") {
+  if (!specjit::test::gpu_or_skip("fused_moe e4m3 GEMM1, sorted tokens"))
+    return;
+  run_model(k_mixtral, Forced::wgmma_e4m3_sorted);
+}
+
 // The tuned H200 table, built in (ops/moe/tables/moe-configs-h200.json as built;
 // ops/moe/builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
 // names no table runs on an H200. Every FP8 bucket's configuration, at a token count in each

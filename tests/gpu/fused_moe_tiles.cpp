@@ -13,6 +13,22 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     return std::nullopt;
   if (forced == Forced::mma)
     return default_moe_config(s, tokens, Arch{9, 0, false});
+  if (forced == Forced::wgmma_e4m3_sorted) {
+    if (s.dtype != MoeDType::fp8 || s.top_k > 2)
+      return std::nullopt; // the sorted e4m3 copy is for top-2 FP8 models
+    // GEMM1 on the sorted e4m3 copy of the tokens (normal orientation): 128 wide in one
+    // warpgroup over blocks of 64 (partly filled up to T = 200), 256 wide in two with two tiles
+    // a CTA at T = 1024; promoted at T = 3, 64 and 1024, over the whole K at T = 1, 16 and 200.
+    const bool wide = tokens >= 1024;
+    MoeTileConfig c;
+    c.block_m = wide ? 128 : 64;
+    c.gemm1 = wide ? GemmTile::wgmma_tile(256, 4, false, 2, 1, 2)
+                   : GemmTile::wgmma_tile(128, 4, false, 1);
+    c.gemm2 = GemmTile::wgmma_tile(128, 4, false, wide ? 2 : 1);
+    c.gemm1.e4m3 = c.gemm1.sorted_tokens = true;
+    c.gemm1.whole_k = tokens == 1 || tokens == 16 || tokens == 200;
+    return c;
+  }
   const bool e4m3 = forced == Forced::wgmma_e4m3 || forced == Forced::wgmma_e4m3w;
   if ((forced == Forced::wgmma_f16_tokens || e4m3) && s.dtype != MoeDType::fp8)
     return std::nullopt; // an FP8 GEMM1 tile: bf16 runs the default rule

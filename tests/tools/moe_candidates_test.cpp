@@ -69,9 +69,16 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
       CHECK(f16 == (s.dtype == MoeDType::fp8 && tokens * s.top_k >= 16 * s.experts));
       // FP8 GEMM1 on e4m3 tensor cores at prefill (256 tokens and more) only.
       const bool e4m3 = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
-        return std::any_of(b.gemm1.begin(), b.gemm1.end(), [](const GemmTile& t) { return t.e4m3; });
+        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                           [](const GemmTile& t) { return t.e4m3; });
       });
       CHECK(e4m3 == (s.dtype == MoeDType::fp8 && tokens >= 256));
+      // ... and on the sorted e4m3 copy of the tokens for the top-2 models (Mixtral) there.
+      const bool sorted = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
+        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                           [](const GemmTile& t) { return t.sorted_tokens; });
+      });
+      CHECK(sorted == (s.dtype == MoeDType::fp8 && tokens >= 256 && s.top_k <= 2));
       if (tokens * s.top_k <= 64 * s.experts)
         CHECK(swap);
       const MoeTileConfig rule = default_moe_config(s, tokens, k_sm90a);

@@ -117,16 +117,20 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
   };
   // At prefill (256 tokens and more) every FP8 GEMM1 tile that reads the e4m3 tokens also on
   // e4m3 tensor cores, promoted once a stage (its rule refuses the tiles whose registers would
-  // not hold it) and over the whole K.
+  // not hold it) and over the whole K; each of those also on the sorted e4m3 copy of the tokens
+  // where its rule allows (the normal orientation, top_k <= 2).
   auto add_tile = [&](int block_m, int gemm, const GemmTile& t) {
     add(block_m, gemm, t);
     if (gemm == 1 && s.dtype == MoeDType::fp8 && tokens >= 256 &&
         t.kernel == MoeGemmKernel::wgmma && !t.f16_tokens) {
-      GemmTile e4m3 = t;
-      e4m3.e4m3 = true;
-      add(block_m, gemm, e4m3);
-      e4m3.whole_k = true;
-      add(block_m, gemm, e4m3);
+      for (const bool whole_k : {false, true}) {
+        GemmTile e4m3 = t;
+        e4m3.e4m3 = true;
+        e4m3.whole_k = whole_k;
+        add(block_m, gemm, e4m3);
+        e4m3.sorted_tokens = true; // refused unless normal with top_k <= 2
+        add(block_m, gemm, e4m3);
+      }
     }
   };
   const MoeTileConfig rule = default_moe_config(s, tokens, arch);

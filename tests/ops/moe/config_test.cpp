@@ -389,6 +389,23 @@ TEST_CASE("wgmma tiles survive the table's JSON and bad kernel fields are named"
         std::string::npos);
 }
 
+TEST_CASE("e4m3 GEMM1 tiles keep whole_k and sorted_tokens through the table's JSON") {
+  MoeConfigTable table;
+  MoeConfigEntry entry{MoeShape{8, 2, 4096, 14336, MoeDType::fp8}, Arch{9, 0, true}, {}};
+  MoeTileConfig promoted{128, GemmTile::wgmma_tile(256, 4, false, 2),
+                         GemmTile::wgmma_tile(128, 4, false, 2)};
+  promoted.gemm1.e4m3 = true;
+  MoeTileConfig sorted = promoted;
+  sorted.gemm1.whole_k = sorted.gemm1.sorted_tokens = true;
+  entry.buckets = {{1024, promoted}, {4096, sorted}};
+  table.entries.push_back(entry);
+  const std::string text = round_trip_json(table);
+  CHECK(text.find("\"whole_k\":true") != std::string::npos);
+  CHECK(text.find("\"sorted_tokens\":true") != std::string::npos);
+  CHECK(table_error(text, "\"sorted_tokens\":true", "\"sorted_tokens\":1").find("sorted_tokens") !=
+        std::string::npos);
+}
+
 TEST_CASE("the H200 table's packed entries compile clean, as variants of their own") {
   const MoeConfigTable* table = &builtin_moe_config_table(); // ops/moe/tables/moe-configs-h200.json
   TempDir dir;

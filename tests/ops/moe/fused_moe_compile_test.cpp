@@ -26,7 +26,8 @@ namespace {
 void check_rejected(const MoeArgs& args, const std::string& fragment) {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  check_invalid_argument(fused_moe(engine, args.shape, args.t, FusedMoeOptions{}, nullptr), fragment);
+  check_invalid_argument(fused_moe(engine, args.shape, args.t, FusedMoeOptions{}, nullptr),
+                         fragment);
   CHECK(engine.stats().requests == 0);
 }
 
@@ -283,6 +284,75 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
   REQUIRE(static_cast<bool>(unpromoted_variants));
   CHECK(gemm1_kernel(*whole_k_variants) == "moe_wgmma1_fp8");
   CHECK(gemm1_kernel(*unpromoted_variants) == "moe_wgmma1_e4m3w");
+}
+
+TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, is planned after "
+          "the copy, and only for e4m3 normal tiles of top-2 models") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  auto sorted = [](GemmTile t, bool whole_k) {
+    t.e4m3 = t.sorted_tokens = true;
+    t.whole_k = whole_k;
+    return t;
+  };
+  // The table's Mixtral prefill tiles and their neighbours: 256 wide in two warpgroups (with two
+  // tiles a CTA), 128 wide in one; promoted and over the whole K.
+  for (const bool whole_k : {false, true})
+    for (const MoeTileConfig& config :
+         {MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 4, false, 2, 1, 2), whole_k),
+                        GemmTile::wgmma_tile(128, 4, false, 2)},
+          MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 3, false, 2), whole_k),
+                        GemmTile::wgmma_tile(128, 4, false, 2)},
+          MoeTileConfig{64, sorted(GemmTile::wgmma_tile(128, 4, false, 1), whole_k),
+                        GemmTile::wgmma_tile(128, 4, false, 1)}}) {
+      INFO(config.describe());
+      CHECK(check_wgmma_variants_compile(engine, mixtral, config) == 2);
+    }
+  CHECK(sorted(GemmTile::wgmma_tile(256, 4, false, 2), true).describe() ==
+        "wgmma n256 g2 s4 sorted e4m3w");
+  // The plan copies the tokens first (moe_tokens_f16, sorted 2); exact accumulation turns the
+  // copy off with the e4m3 MMAs.
+  TunedMoeOptions options;
+  options.config = MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 4, false, 2), true),
+                                 GemmTile::wgmma_tile(128, 4, false, 2)};
+  auto variants = fused_moe_variants(mixtral, options, Arch{9, 0, true}, {4096});
+  REQUIRE_MESSAGE(static_cast<bool>(variants), llvm::toString(variants.takeError()));
+  std::vector<std::string> ids;
+  for (const VariantRequest& r : *variants) {
+    ids.push_back(r.def.id);
+    if (r.def.id == "moe_tokens_f16")
+      CHECK(r.values == std::vector<int64_t>{2, 4096});
+    if (r.def.id == "moe_wgmma1_e4m3w")
+      CHECK(r.values[2] == 4); // MoeOrientation::normal_sorted
+  }
+  CHECK(std::find(ids.begin(), ids.end(), "moe_tokens_f16") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "moe_wgmma1_e4m3w") != ids.end());
+  options.accumulation = MoeAccumulation::exact;
+  auto exact = fused_moe_variants(mixtral, options, Arch{9, 0, true}, {4096});
+  REQUIRE(static_cast<bool>(exact));
+  for (const VariantRequest& r : *exact) {
+    CHECK(r.def.id != "moe_tokens_f16");
+    if (r.def.id == "moe_wgmma1_fp8")
+      CHECK(r.values[2] == 0); // MoeOrientation::normal
+  }
+  // Refused, naming why: without e4m3, swap-AB, a top-8 model, blocks over 128.
+  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
+    llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
+    return err ? llvm::toString(std::move(err)) : std::string();
+  };
+  MoeTileConfig plain{128, GemmTile::wgmma_tile(256, 4, false, 2),
+                      GemmTile::wgmma_tile(128, 4, false, 2)};
+  plain.gemm1.sorted_tokens = true;
+  CHECK(refused(mixtral, plain).find("sorted_tokens is for e4m3 tiles") != std::string::npos);
+  const char* rule = "sorted_tokens needs the normal orientation, top_k <= 2 and block_m <= 128";
+  CHECK(refused(mixtral, MoeTileConfig{64, sorted(GemmTile::wgmma_tile(128, 4, true, 1), false),
+                                       GemmTile::wgmma_tile(64, 4, true, 1)})
+            .find(rule) != std::string::npos);
+  CHECK(refused(qwen, MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 4, false, 2), false),
+                                    GemmTile::wgmma_tile(128, 4, false, 2)})
+            .find(rule) != std::string::npos);
 }
 
 TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "
