@@ -44,10 +44,6 @@ TEST_CASE("fused_moe bf16 matches the fp32 reference for Mixtral-8x7B") {
   run_model(as_bf16(k_mixtral));
 }
 
-// The f16-token GEMM1 reads its copy of the tokens in sorted order, as TMA boxes, for models of
-// top_k <= 2 (the Qwen3 and DeepSeek runs above take the token-order copy, gathered): the same
-// forced tiles (fixed and dynamic schedules, one and two warpgroups, blocks of 8 to 128) on
-// Mixtral.
 TEST_CASE("GEMM1 on e4m3 tensor cores meets the accuracy rule at every token count (three "
           "models)") {
   if (!specjit::test::gpu_or_skip("fused_moe e4m3 GEMM1"))
