@@ -123,23 +123,20 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   CHECK(c.gemm1.threads(1) == 160u);
   CHECK(GemmTile::wgmma_tile(128, 4, false, 2).threads(1) == 384u); // four producer warps
   CHECK(GemmTile::wgmma_tile(128, 4, false, 2).threads(2) == 288u);
-  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
-    return summarize(check_moe_config(shape, config, sm90a)).message;
-  };
   MoeTileConfig bad = c;
   bad.gemm1.split_k = 3;
-  CHECK(refused(qwen, bad).find("split_k must be 1, 2, 4 or 8") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("split_k must be 1, 2, 4 or 8") != std::string::npos);
   bad = c;
   bad.gemm2.split_k = 4; // GEMM2 K = 768: 6 stages do not split in 4
-  CHECK(refused(qwen, bad).find("does not split into 4 parts") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("does not split into 4 parts") != std::string::npos);
   bad = c;
   bad.gemm2.warpgroups = 2; // DeepSeek GEMM2: one stage per CTA, two warpgroups want two
-  CHECK(refused(deepseek, bad).find("at least 2 stages") != std::string::npos);
+  CHECK(config_refusal(deepseek, bad).find("at least 2 stages") != std::string::npos);
   bad = c;
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
   bad.block_m = 128;
-  CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "split_k, stream_k and dynamic need the swap-AB orientation") != std::string::npos);
   // The normal orientation takes several tiles per CTA (up to 64, any count that divides its
   // outputs' tiles: DeepSeek GEMM2's 56 tiles of 128 in CTAs of 14), whole tiles of its outputs.
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
@@ -147,35 +144,37 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   CHECK(!check_moe_config(qwen, bad, sm90a));
   CHECK(bad.describe() == "m128 g1[wgmma n128 g2 s4 t4] g2[wgmma n128 g2 s4 t16]");
   bad.gemm1.tiles = 8;
-  CHECK(refused(qwen, bad).find("768 output columns are not a multiple of 8 tiles of 64") !=
+  CHECK(config_refusal(qwen, bad).find("768 output columns are not a multiple of 8 tiles of 64") !=
         std::string::npos);
   bad.gemm1.tiles = 1;
   bad.gemm2.tiles = 32;
-  CHECK(refused(qwen, bad).find("2048 output columns are not a multiple of 32 tiles of 128") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "2048 output columns are not a multiple of 32 tiles of 128") != std::string::npos);
   bad.gemm2.tiles = 65;
-  CHECK(refused(qwen, bad).find("tiles must be 1 to 64") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("tiles must be 1 to 64") != std::string::npos);
   MoeTileConfig fourteen{128, GemmTile::wgmma_tile(256, 3, false, 2),
                          GemmTile::wgmma_tile(128, 4, false, 2, 1, 14)};
   CHECK(!check_moe_config(deepseek, fourteen, sm90a)); // 7168 = 14 x 4 x 128
   fourteen.gemm2.tiles = 16;
-  CHECK(refused(deepseek, fourteen).find("not a multiple of 16 tiles") != std::string::npos);
+  CHECK(config_refusal(deepseek, fourteen).find("not a multiple of 16 tiles") != std::string::npos);
   bad = c;
   bad.block_m = 64; // 7 x 2 x 64 x 64 x 4 bytes of partials > 3 stages of 192 rows
   bad.gemm1 = GemmTile::wgmma_tile(128, 3, true, 1, 8);
-  CHECK(refused(qwen, bad).find("partial sums") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("partial sums") != std::string::npos);
   bad = c;
   bad.gemm2.tiles = 4;
-  CHECK(refused(qwen, bad).find("several tiles per CTA need") != std::string::npos); // + split_k
+  CHECK(config_refusal(qwen, bad).find("several tiles per CTA need") !=
+        std::string::npos); // + split_k
   bad.gemm2.split_k = 1;
   CHECK(!check_moe_config(qwen, bad, sm90a));
   CHECK(bad.gemm2.describe() == "wgmma-swap n64 g1 s8 t4");
   bad.gemm2.warpgroups = 2;
-  CHECK(refused(qwen, bad).find("several tiles per CTA need one warpgroup") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("several tiles per CTA need one warpgroup") !=
+        std::string::npos);
   bad = c;
   bad.gemm1.tiles = 8;
   bad.gemm1.split_k = 1; // 768 outputs: 12 tiles of 64, not whole 8s
-  CHECK(refused(qwen, bad).find("not a multiple of 8 tiles") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("not a multiple of 8 tiles") != std::string::npos);
   // The table keeps split_k (and leaves it out when it is 1).
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{1, c}}});
@@ -186,36 +185,33 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
           "table's JSON") {
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   const Arch sm90a{9, 0, true};
-  auto refused = [&](const MoeShape& s, const MoeTileConfig& c) {
-    return summarize(check_moe_config(s, c, sm90a)).message;
-  };
   const MoeTileConfig c{32, stream_k_tile(128, 4), stream_k_tile(64, 6)};
-  CHECK(refused(qwen, c).empty());
+  CHECK(config_refusal(qwen, c).empty());
   CHECK(c.gemm1.describe() == "wgmma-swap n128 g1 s4 sk");
   MoeTileConfig bad = c;
   bad.block_m = 64;
-  CHECK(refused(qwen, bad).find("stream_k needs block_m <= 32") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("stream_k needs block_m <= 32") != std::string::npos);
   bad = c;
   bad.gemm1.block_n = 64; // packed GEMM1
-  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup, no split_k, one tile and an "
-                                "unpacked tile") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("stream_k needs one warpgroup, no split_k, one tile and an "
+                                       "unpacked tile") != std::string::npos);
   bad = c;
   bad.gemm2.warpgroups = 2;
-  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = c;
   bad.gemm2.tiles = 2;
-  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = c;
   bad.gemm2.split_k = 2;
-  CHECK(refused(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2), c.gemm2};
   bad.gemm1.schedule = MoeSchedule::stream_k;
-  CHECK(refused(qwen, bad).find("split_k, stream_k and dynamic need the swap-AB orientation") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "split_k, stream_k and dynamic need the swap-AB orientation") != std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   bad.gemm2.schedule = MoeSchedule::stream_k;
-  CHECK(refused(qwen, bad).find("stream_k, dynamic, f16_tokens and reads need a wgmma tile") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "stream_k, dynamic, f16_tokens and reads need a wgmma tile") != std::string::npos);
   // The table keeps stream_k (and leaves it out when false); a non-boolean is named.
   MoeConfigTable table;
   table.entries.push_back({qwen, sm90a, {{64, c}}});
@@ -224,11 +220,11 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   // The dynamic schedule: the same rules but any block size (not both schedules at once: the
   // JSON check below).
   const MoeTileConfig d{64, dynamic_tile(128, 4), dynamic_tile(64, 6)};
-  CHECK(refused(qwen, d).empty());
+  CHECK(config_refusal(qwen, d).empty());
   CHECK(d.gemm2.describe() == "wgmma-swap n64 g1 s6 dyn");
   bad = d;
   bad.gemm1.block_n = 64;
-  CHECK(refused(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
   table.entries[0].buckets.push_back({256, d});
   CHECK(round_trip_json(table).find("\"dynamic\":true") != std::string::npos);
   CHECK(table_error(text, "\"stream_k\":true", "\"stream_k\":1")
@@ -243,12 +239,9 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
   const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   const Arch sm90a{9, 0, true};
-  auto refused = [&](const MoeShape& s, const MoeTileConfig& c) {
-    return summarize(check_moe_config(s, c, sm90a)).message;
-  };
   const GemmTile gemm2 = GemmTile::wgmma_tile(128, 4, false, 2);
   const MoeTileConfig c{128, f16_tokens_tile(2, 3), gemm2};
-  CHECK(refused(qwen, c).empty());
+  CHECK(config_refusal(qwen, c).empty());
   CHECK(c.gemm1.describe() == "wgmma-swap n256 g2 s3 f16");
   CHECK(c.gemm1.threads(1) == 2 * 128 + 4 * 32); // four producer warps gather the f16 rows
   // Stages of 256 weight rows and 128 token rows of 256 bytes, no f16 copy of the B operand, and
@@ -259,40 +252,41 @@ TEST_CASE("f16-token GEMM1 tiles: FP8 swap-AB, 64 output columns a warpgroup, fi
         4 * (128 + 2 * 64) * 128 + 1024 + 64 * 64);
   MoeTileConfig bad = c;
   bad.gemm1.block_n = 128; // one warpgroup's columns with two warpgroups
-  CHECK(refused(qwen, bad).find("f16_tokens needs block_n = 128 x warpgroups = 256") !=
+  CHECK(config_refusal(qwen, bad).find("f16_tokens needs block_n = 128 x warpgroups = 256") !=
         std::string::npos);
   bad = c;
   bad.gemm1.swap_ab = false;
-  CHECK(refused(qwen, bad).find("f16_tokens needs swap_ab") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("f16_tokens needs swap_ab") != std::string::npos);
   bad = c;
   bad.gemm1.split_k = 2;
-  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed or dynamic schedule") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "f16_tokens needs no split_k and the fixed or dynamic schedule") != std::string::npos);
   bad = c;
   bad.gemm1.schedule = MoeSchedule::stream_k;
-  CHECK(refused(qwen, bad).find("f16_tokens needs no split_k and the fixed or dynamic schedule") !=
-        std::string::npos);
+  CHECK(config_refusal(qwen, bad).find(
+            "f16_tokens needs no split_k and the fixed or dynamic schedule") != std::string::npos);
   // The dynamic schedule: one tile at a time from its counter.
   bad = c;
   bad.gemm1.schedule = MoeSchedule::dynamic;
-  CHECK(refused(qwen, bad).empty());
+  CHECK(config_refusal(qwen, bad).empty());
   CHECK(bad.gemm1.describe() == "wgmma-swap n256 g2 s3 dyn f16");
   bad.gemm1.tiles = 3;
-  CHECK(refused(qwen, bad).find("f16_tokens with the dynamic schedule needs tiles 1") !=
+  CHECK(config_refusal(qwen, bad).find("f16_tokens with the dynamic schedule needs tiles 1") !=
         std::string::npos);
   bad = c;
   bad.gemm1.tiles = 4; // 6 tiles of 128 columns
-  CHECK(refused(qwen, bad).find("f16_tokens: 768 output columns are not a multiple of 4 tiles "
-                                "of 128") != std::string::npos);
+  CHECK(
+      config_refusal(qwen, bad).find("f16_tokens: 768 output columns are not a multiple of 4 tiles "
+                                     "of 128") != std::string::npos);
   bad.gemm1.tiles = 3;
-  CHECK(refused(qwen, bad).empty());
+  CHECK(config_refusal(qwen, bad).empty());
   bad = MoeTileConfig{256, f16_tokens_tile(1, 3), gemm2};
   bad.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
-  CHECK(refused(qwen, bad).find("f16_tokens needs block_m in 8, 16, 32, 64, 128") !=
+  CHECK(config_refusal(qwen, bad).find("f16_tokens needs block_m in 8, 16, 32, 64, 128") !=
         std::string::npos);
   MoeShape bf16 = qwen;
   bf16.dtype = MoeDType::bf16;
-  CHECK(refused(bf16, {64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(64, 4, true, 1)})
+  CHECK(config_refusal(bf16, {64, f16_tokens_tile(1, 4), GemmTile::wgmma_tile(64, 4, true, 1)})
             .find("f16_tokens is for FP8 GEMM1") != std::string::npos);
   // The hand-off counts every warpgroup's epilogue warps: they own different columns.
   TunedMoeOptions always;

@@ -233,32 +233,29 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
     CHECK(check_wgmma_variants_compile(engine, shape, whole_k) == 2);
   }
   // And refused where it does not apply, naming why.
-  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
-    llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
-    return err ? llvm::toString(std::move(err)) : std::string();
-  };
   MoeTileConfig gemm2_e4m3{64, GemmTile::wgmma_tile(128, 4, true, 1),
                            e4m3(GemmTile::wgmma_tile(64, 4, true, 1))};
-  CHECK(refused(qwen, gemm2_e4m3).find("e4m3 is for FP8 GEMM1") != std::string::npos);
+  CHECK(config_refusal(qwen, gemm2_e4m3).find("e4m3 is for FP8 GEMM1") != std::string::npos);
   MoeShape qwen_bf16 = qwen;
   qwen_bf16.dtype = MoeDType::bf16;
   MoeTileConfig bf16{64, e4m3(GemmTile::wgmma_tile(128, 4, true, 1)),
                      GemmTile::wgmma_tile(64, 4, true, 1)};
-  CHECK(refused(qwen_bf16, bf16).find("e4m3 is for FP8 GEMM1") != std::string::npos);
+  CHECK(config_refusal(qwen_bf16, bf16).find("e4m3 is for FP8 GEMM1") != std::string::npos);
   MoeTileConfig wide{128, e4m3(GemmTile::wgmma_tile(128, 6, true, 2)),
                      GemmTile::wgmma_tile(64, 4, true, 1)};
-  CHECK(refused(qwen, wide).find("e4m3 swap-AB needs block_m <= 128 (<= 64 with 2 warpgroups)") !=
+  CHECK(config_refusal(qwen, wide)
+            .find("e4m3 swap-AB needs block_m <= 128 (<= 64 with 2 warpgroups)") !=
         std::string::npos);
   MoeTileConfig f16 = MoeTileConfig{64, e4m3(GemmTile::wgmma_tile(256, 4, true, 2)),
                                     GemmTile::wgmma_tile(64, 4, true, 1)};
   f16.gemm1.f16_tokens = true;
-  CHECK(refused(qwen, f16).find("not with f16_tokens") != std::string::npos);
+  CHECK(config_refusal(qwen, f16).find("not with f16_tokens") != std::string::npos);
   MoeTileConfig unpromoted{64, GemmTile::wgmma_tile(128, 4, true, 1),
                            GemmTile::wgmma_tile(64, 4, true, 1)};
   unpromoted.gemm1.whole_k = true;
-  CHECK(refused(qwen, unpromoted).find("whole_k is for e4m3 tiles") != std::string::npos);
+  CHECK(config_refusal(qwen, unpromoted).find("whole_k is for e4m3 tiles") != std::string::npos);
   MoeTileConfig mma{16, e4m3(GemmTile{}), GemmTile{}};
-  CHECK(refused(qwen, mma).find("e4m3 needs a wgmma tile") != std::string::npos);
+  CHECK(config_refusal(qwen, mma).find("e4m3 needs a wgmma tile") != std::string::npos);
   // Exact accumulation runs the f16 kernel on the same tile: the option is the caller's.
   TunedMoeOptions exact;
   exact.config = MoeTileConfig{128, e4m3(GemmTile::wgmma_tile(128, 5, false, 2)),
@@ -338,21 +335,20 @@ TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, 
       CHECK(r.values[2] == 0); // MoeOrientation::normal
   }
   // Refused, naming why: without e4m3, swap-AB, a top-8 model, blocks over 128.
-  auto refused = [&](const MoeShape& shape, const MoeTileConfig& config) {
-    llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
-    return err ? llvm::toString(std::move(err)) : std::string();
-  };
   MoeTileConfig plain{128, GemmTile::wgmma_tile(256, 4, false, 2),
                       GemmTile::wgmma_tile(128, 4, false, 2)};
   plain.gemm1.sorted_tokens = true;
-  CHECK(refused(mixtral, plain).find("sorted_tokens is for e4m3 tiles") != std::string::npos);
+  CHECK(config_refusal(mixtral, plain).find("sorted_tokens is for e4m3 tiles") !=
+        std::string::npos);
   const char* rule = "sorted_tokens needs the normal orientation, top_k <= 2 and block_m <= 128";
-  CHECK(refused(mixtral, MoeTileConfig{64, sorted(GemmTile::wgmma_tile(128, 4, true, 1), false),
-                                       GemmTile::wgmma_tile(64, 4, true, 1)})
+  CHECK(config_refusal(mixtral,
+                       MoeTileConfig{64, sorted(GemmTile::wgmma_tile(128, 4, true, 1), false),
+                                     GemmTile::wgmma_tile(64, 4, true, 1)})
             .find(rule) != std::string::npos);
-  CHECK(refused(qwen, MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 4, false, 2), false),
-                                    GemmTile::wgmma_tile(128, 4, false, 2)})
-            .find(rule) != std::string::npos);
+  CHECK(
+      config_refusal(qwen, MoeTileConfig{128, sorted(GemmTile::wgmma_tile(256, 4, false, 2), false),
+                                         GemmTile::wgmma_tile(128, 4, false, 2)})
+          .find(rule) != std::string::npos);
 }
 
 TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "

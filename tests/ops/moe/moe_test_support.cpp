@@ -104,6 +104,11 @@ void check_invalid_argument(llvm::Error err, const std::string& part, bool at_st
     CHECK(error.message.find(part) != std::string::npos);
 }
 
+std::string config_refusal(const MoeShape& shape, const MoeTileConfig& config) {
+  llvm::Error err = check_moe_config(shape, config, Arch{9, 0, true});
+  return err ? llvm::toString(std::move(err)) : std::string();
+}
+
 std::string round_trip_json(const MoeConfigTable& table) {
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -40,6 +40,9 @@ struct MoeArgs {
 // `at_start`), showing the message when not.
 void check_invalid_argument(llvm::Error err, const std::string& part, bool at_start = false);
 
+// Why check_moe_config refuses `config` for `shape` on sm_90a; empty when it does not.
+std::string config_refusal(const ops::MoeShape& shape, const ops::MoeTileConfig& config);
+
 // The table's JSON text (what `specjit-bench moe --tune` writes), after checking that it
 // parses back to every entry's bucket configurations.
 std::string round_trip_json(const ops::MoeConfigTable& table);
