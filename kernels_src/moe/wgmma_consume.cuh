@@ -125,7 +125,8 @@ __device__ __forceinline__ void moe_consume_e4m3(const MoeWgmmaBlock& b, int ste
 #pragma unroll 1
   for (int kt = first; kt < k1; kt += G::k_split) {
     const unsigned w_tile = moe_wait_stage<G>(b, step0 + kt);
-    fence_proxy_async_shared(); // token rows gathered by cp.async (generic proxy), read by wgmma
+    if constexpr (!G::k_a_tma) // token rows gathered by cp.async (generic proxy), read by wgmma
+      fence_proxy_async_shared();
     unsigned long long a_desc[G::k_halves], b_desc;
     moe_stage_descs<G>(w_tile, w_tile + G::k_w_tile_bytes, G::k_bw, wg, a_desc, b_desc);
 #pragma unroll
