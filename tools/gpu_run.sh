@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the benchmarks on a device host from a bundle made by
 # ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
-#   tools/gpu_run.sh [tests|bench|precompile|tp-startup|embed|all]
+#   tools/gpu_run.sh [tests|split|bench|precompile|tp-startup|embed|all]
+# split: the GPU tests in eight parts side by side (tools/gpu_split.sh), a log each under $OUT;
+# the fused MoE cases' CPU references bound the suite, so this takes a fraction of `tests`.
 # embed: the C ABI's and user kernels' GPU tests, the C-ABI launch benchmark and the Python
 # package (tools/gpu_python.sh against the prefix in .gpu/prefix).
 set -uo pipefail
@@ -13,6 +15,18 @@ what=${1:-all}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
 if [[ $what == tests || $what == all ]]; then
   "$bin/specjit_gpu_tests" 2>&1 | tee "$out/gpu_tests.txt" | tail -25
+fi
+if [[ $what == split ]]; then
+  # Each fused MoE case of the suite's long ones a part (the forced families three), the rest one.
+  OUT=$out tools/gpu_split.sh \
+    e4m3="-tc=GEMM1?on?e4m3?tensor?cores?meets*" \
+    whole="-tc=GEMM1?on?e4m3*whole*" \
+    sorted="-tc=GEMM1?on?the?sorted*" \
+    swap="ENV:SPECJIT_FORCED_ONLY=swap,split -tc=every?GEMM?kernel*" \
+    sk="ENV:SPECJIT_FORCED_ONLY=stream_k,dynamic,normal -tc=every?GEMM?kernel*" \
+    f16="ENV:SPECJIT_FORCED_ONLY=f16_tokens,mma -tc=every?GEMM?kernel*" \
+    table="-tc=the?built-in?H200*" \
+    rest="-tce=every?GEMM?kernel*,GEMM1?on?*,the?built-in?H200*"
 fi
 if [[ $what == bench || $what == all ]]; then
   "$bin/specjit-bench" engine --json "$out/engine-h200.json" 2>&1
