@@ -3,8 +3,9 @@
 // (compare-and-delete on the server), so a holder that outlived its expiry never frees a lock a
 // successor took. Others poll for the entry with back-off (5 ms, doubling, at most 100 ms)
 // while the lock exists, for at most lock_ttl_ms a holder (the wait restarts when the lock
-// changes hands): a holder that dies costs its expiry, nothing more. Like the host lock (disk_store.h) it is an optimisation only: any remote failure ends
-// the wait at once, and the caller compiles.
+// changes hands): a holder that dies costs its expiry, nothing more. Like the host lock
+// (disk_store.h) it is an optimisation only: any remote failure ends the wait at once, and the
+// caller compiles.
 #pragma once
 
 #include "cache/remote_store.h"

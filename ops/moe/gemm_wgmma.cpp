@@ -214,23 +214,16 @@ llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const 
   if (g.gemm == 1) {
     specjit_kernels::MoeWgmmaGemm1Args args{};
     args.w13_map = to_desc(*map);
-    // The sorted f16-token tiles' tokens: the f16 copy, one box of block_m rows per K half and
-    // stage. The other tiles read no map there, so they get the weights' again; the f16-token
-    // tiles in token order gather from the copy instead of hidden.
+    // The tiles on a sorted copy of the tokens read it by tensor map, one box of block_m rows
+    // a stage (f16: one per K half). The other tiles read no map there, so they get the
+    // weights' again; the f16-token tiles in token order gather from the copy instead of hidden.
     args.tokens_map = args.w13_map;
-    if (g.orientation == MoeOrientation::swap_ab_f16_sorted) {
-      auto f16_map = runtime::tensor_map_u8_3d(
-          b.tokens_f16,
-          {static_cast<uint64_t>(2 * s.hidden), static_cast<uint64_t>(b.tokens_f16_rows), 1},
-          {128, static_cast<uint32_t>(g.block_m), 1});
-      if (!f16_map)
-        return f16_map.takeError();
-      args.tokens_map = to_desc(*f16_map);
-    }
-    if (g.orientation == MoeOrientation::normal_sorted) { // the e4m3 copy: one box a stage
+    if (g.orientation == MoeOrientation::swap_ab_f16_sorted ||
+        g.orientation == MoeOrientation::normal_sorted) {
+      const int64_t row_bytes = g.f16_tokens() ? 2 * s.hidden : s.hidden; // f16 or e4m3
       auto sorted_map = runtime::tensor_map_u8_3d(
           b.tokens_f16,
-          {static_cast<uint64_t>(s.hidden), static_cast<uint64_t>(b.tokens_f16_rows), 1},
+          {static_cast<uint64_t>(row_bytes), static_cast<uint64_t>(b.tokens_f16_rows), 1},
           {128, static_cast<uint32_t>(g.block_m), 1});
       if (!sorted_map)
         return sorted_map.takeError();
