@@ -37,7 +37,7 @@ enum class MoeSchedule : int {
   dynamic = 2,
 };
 
-// How a wgmma GEMM's producer reads the weights (template argument WEIGHTS; moe/wgmma_pipeline.cuh,
+// How a wgmma GEMM's producer reads the weights (template argument WEIGHTS; moe/wgmma_produce.cuh,
 // MoeWeights): the row-major tensor through a rank-3 tensor map, the packed copy
 // (moe/pack_weights.cu) by bulk copies, or the packed copy through a rank-4 tensor map.
 enum class MoeWeightReads : int {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "moe/wgmma_consume.cuh"
+#include "moe/wgmma_produce.cuh"
 #include "moe/wgmma_reduce.cuh"
 
 namespace specjit_kernels {

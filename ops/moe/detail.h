@@ -84,7 +84,7 @@ inline constexpr int k_stream_k_max_ctas = 1024;
 inline constexpr int64_t k_stream_k_slot_floats = 1024 * 2 * 64 * 32;
 // The dynamic schedule's counters follow the stream-K ones: k_scratch_counters in all.
 inline constexpr int k_scratch_counters = k_stream_k_max_ctas + 4;
-// Then the block hand-off's (GEMM1 -> GEMM2; MoeDependence in kernels_src/moe/wgmma_pipeline.cuh):
+// Then the block hand-off's (GEMM1 -> GEMM2; MoeDependence in kernels_src/moe/wgmma_produce.cuh):
 // a count of GEMM2's producers done and a counter per token block; k_scratch_ints ints before
 // the slots, all zeroed by align.
 inline constexpr int k_handoff_blocks = 4096;
@@ -159,7 +159,7 @@ std::vector<int64_t> align_values(int64_t experts, int block_m, MoeSlotOrder ord
 std::vector<int64_t> tokens_f16_values(const MoeShape& shape, int64_t num_tokens,
                                        bool sorted_e4m3 = false);
 // How a wgmma GEMM's producer reads the weights (MoeWeights in
-// kernels_src/moe/wgmma_pipeline.cuh): row-major through a rank-3 tensor map, or packed by bulk
+// kernels_src/moe/wgmma_produce.cuh): row-major through a rank-3 tensor map, or packed by bulk
 // copies or through a rank-4 map: `reads` (the call's MoeTuning), or where that is
 // automatic the tile's own (a table's "reads"), or where that is too packed_bulk_reads.
 MoeWeightReads weight_reads(const GemmTile& tile, MoeWeightLayout layout, MoePackedReads reads);

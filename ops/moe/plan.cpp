@@ -37,7 +37,7 @@ std::vector<runtime::VariantRequest> MoePlan::variants() const {
   return out;
 }
 
-// GEMM2's block hand-off target (MoeDependence in kernels_src/moe/wgmma_pipeline.cuh): the count
+// GEMM2's block hand-off target (MoeDependence in kernels_src/moe/wgmma_produce.cuh): the count
 // a token block's counter reaches once GEMM1 has written it, i.e. GEMM1's tiles per block (of
 // block_n / 2 output columns) times the warps that run each tile's epilogue (swap-AB: the one
 // warpgroup left after the K split; normal: every warpgroup, each with its own token rows).
