@@ -181,8 +181,8 @@ TEST_CASE("a moe model's accumulation field picks FP8 GEMM1's kernel at prefill"
         ids.insert(r.def.id);
     return ids;
   };
-  // The H200 table's Mixtral T = 4096 tile runs on e4m3 tensor cores over the whole K unless
-  // exact is asked for.
+  // The H200 table's Mixtral T = 4096 tile runs on e4m3 tensor cores over the whole K (on the
+  // sorted copy of the tokens) unless exact is asked for.
   CHECK(gemm1("") == std::set<std::string>{"moe_wgmma1_e4m3w"});
   CHECK(gemm1("e4m3") == std::set<std::string>{"moe_wgmma1_e4m3w"});
   CHECK(gemm1("exact") == std::set<std::string>{"moe_wgmma1_fp8"});
