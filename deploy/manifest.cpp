@@ -113,9 +113,12 @@ llvm::Error apply_policies(NamedKernel& kernel, const ManifestFields& entry) {
     auto policy = Policy::parse(*name);
     if (!policy)
       return fields.error(key.str(), llvm::toString(policy.takeError()));
-    // A user kernel's template takes what its policies compile in, as at run time.
-    *param = kernel.user ? ParamDef::user(param->name, std::move(*policy))
-                         : ParamDef{param->name, std::move(*policy), param->encoding};
+    // A user kernel's template takes what its policies compile in, as at run time; a built-in
+    // kernel's parameter keeps its encoding and enumerators, only the policy changes.
+    if (kernel.user)
+      *param = ParamDef::user(param->name, std::move(*policy));
+    else
+      param->policy = std::move(*policy);
   }
   if (auto err = def.validate())
     return entry.error("policies", llvm::toString(std::move(err)));

@@ -1,8 +1,10 @@
+#include "deploy/builtin_kernels.h"
 #include "deploy/manifest.h"
 
 #include "support/error.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -154,4 +156,30 @@ TEST_CASE("hostile input is an error, never a crash") {
                      }() +
                      "]}, \"policies\": {\"num_tokens\": \"exact\"}}]}")
              .empty());
+}
+
+TEST_CASE("a policy set on a built-in kernel's enumeration parameter keeps its enumerators") {
+  // The first built-in kernel with an enumeration parameter (the wgmma MoE GEMMs' orientation).
+  const KernelDef* def = nullptr;
+  size_t index = 0;
+  for (const KernelDef& d : builtin_kernels())
+    for (size_t i = 0; i < d.params.size() && def == nullptr; ++i)
+      if (d.params[i].is_enum()) {
+        def = &d;
+        index = i;
+      }
+  REQUIRE(def != nullptr);
+  std::vector<std::string> values;
+  for (const ParamDef& p : def->params)
+    values.push_back(fmt::format("\"{}\": 1", p.name));
+  auto manifest = [&](const char* policy) {
+    return fmt::format(R"({{"variants": [{{"kernel": "{}", "values": {{{}}},
+        "policies": {{"{}": "{}"}}}}]}})",
+                       def->id, fmt::join(values, ", "), def->params[index].name, policy);
+  };
+  auto requests = parse_ok(manifest("exact"));
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].def.params[index] == def->params[index]);
+  // An enumeration compiles its value in: a policy that would not is refused, naming the field.
+  CHECK(parse_error(manifest("dynamic")).find(def->params[index].name) != std::string::npos);
 }
