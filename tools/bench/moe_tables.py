@@ -2,7 +2,8 @@
 """Prints the markdown tables of docs/moe.md and docs/bench/moe-accuracy-h200.md.
 
     python3 tools/bench/moe_tables.py figures docs/bench/moe-h200.json
-    python3 tools/bench/moe_tables.py accuracy table=TABLE.txt forced=E4M3.txt whole=WHOLE.txt
+    python3 tools/bench/moe_tables.py accuracy table=TABLE.txt forced=E4M3.txt whole=WHOLE.txt \
+        sorted=SORTED.txt
 
 figures: one row per model and T of a `specjit-bench moe --routings N` report (the fixed
 routing, the mean over the routings, each against the peer's same figure).
