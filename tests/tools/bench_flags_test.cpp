@@ -11,8 +11,8 @@
 #ifdef SPECJIT_BENCH
 
 TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad --handoff, a "
-          "bad --launch-order, a bad --routings, a bad --tune-routings, a bad --packed-reads and "
-          "--table with --no-table") {
+          "bad --launch-order, a bad --routings, a bad --tune-routings, a bad --tune-sustain-ms, "
+          "a bad --packed-reads and --table with --no-table") {
   specjit::test::TempDir dir;
   // Longer than a string's inline buffer: the list must be read from memory that is still its.
   specjit::test::ProcessResult tokens = specjit::test::run_process(
@@ -50,6 +50,12 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad 
   CHECK_MESSAGE(tune.err.find("--tune-routings takes a count from 1 to 100, not '0'") !=
                     std::string::npos,
                 tune.err);
+  specjit::test::ProcessResult sustain = specjit::test::run_process(
+      {SPECJIT_BENCH, "moe", "--tune", "--tune-sustain-ms", "-5"}, {"TMPDIR=" + dir.path()});
+  CHECK(sustain.exit_code == 2);
+  CHECK_MESSAGE(sustain.err.find("--tune-sustain-ms takes a count from 0 to 5000, not '-5'") !=
+                    std::string::npos,
+                sustain.err);
 
   // Named before the device is opened, like the flags above (the names are the tables').
   specjit::test::ProcessResult reads = specjit::test::run_process(

@@ -277,7 +277,7 @@ int run_moe_bench(int argc, char** argv) {
   if (!parse_flags(argc, argv, 2,
                    {"--json", "--table", "--table-out", "--crossover", "--models", "--dtypes",
                     "--tokens", "--handoff", "--launch-order", "--routings", "--tune-routings",
-                    "--packed-reads"},
+                    "--tune-sustain-ms", "--packed-reads"},
                    {"--help", "--tune", "--verbose", "--packed", "--no-table"}, flags))
     return 2;
   if (flags.has("--help")) {
@@ -286,7 +286,7 @@ int run_moe_bench(int argc, char** argv) {
            "[--table-out PATH] [--verbose]] [--models qwen3,mixtral,deepseek] [--dtypes fp8,bf16]\n"
            "                         [--tokens 1,4,...] [--handoff automatic|always|never]\n"
            "                         [--launch-order automatic|grouped|block-major]\n"
-           "                         [--routings N] [--tune-routings R]\n"
+           "                         [--routings N] [--tune-routings R] [--tune-sustain-ms MS]\n"
            "                         [--packed [--packed-reads automatic|bulk|map]]\n"
            "  --table    the tuned table to run and to start --tune from (default: the built-in\n"
            "             one, ops/moe/tables/moe-configs-h200.json as built); --no-table: the "
@@ -306,6 +306,9 @@ int run_moe_bench(int argc, char** argv) {
            "             over the fixed routing and R - 1 fresh ones (seeds 1001..; default 1: "
            "the\n"
            "             fixed one)\n"
+           "  --tune-sustain-ms MS  with --tune, MS of untimed replays before each candidate's\n"
+           "             timed ones: judged at the clock the GPU holds under sustained load\n"
+           "             (the H200 caps its clock at FP8 prefill; default 0)\n"
            "  --packed   the weights packed by moe_pack_weights instead of row-major, with the\n"
            "             table's packed entries where it has them (--tune writes them, timing\n"
            "             each wgmma tile reading by bulk copies and through a tensor map);\n"
@@ -333,9 +336,10 @@ int run_moe_bench(int argc, char** argv) {
                                      {"block-major", MoeLaunchOrder::block_major}},
                                     launch_order))
     return 2;
-  int64_t routings = 0, tune_routings = 1;
+  int64_t routings = 0, tune_routings = 1, tune_sustain_ms = 0;
   if (!parse_count(flags, "moe", "--routings", 0, 1000, 0, routings) ||
-      !parse_count(flags, "moe", "--tune-routings", 1, 100, 1, tune_routings))
+      !parse_count(flags, "moe", "--tune-routings", 1, 100, 1, tune_routings) ||
+      !parse_count(flags, "moe", "--tune-sustain-ms", 0, 5000, 0, tune_sustain_ms))
     return 2;
   MoePackedReads packed_reads = MoePackedReads::automatic;
   std::vector<std::pair<std::string, MoePackedReads>> reads_choices; // the tables' names
@@ -380,6 +384,7 @@ int run_moe_bench(int argc, char** argv) {
                  launch_order,
                  static_cast<int>(routings),
                  static_cast<int>(tune_routings)};
+  bench.tune_sustain_ms = static_cast<int>(tune_sustain_ms);
   bench.packed = flags.has("--packed");
   bench.table_out = flags.get("--table-out", "ops/moe/tables/moe-configs-h200.json");
   bench.packed_reads = packed_reads;

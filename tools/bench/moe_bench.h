@@ -40,6 +40,7 @@ struct MoeBench {
   ops::MoeLaunchOrder launch_order = ops::MoeLaunchOrder::automatic; // --launch-order
   int routings = 0;                                                  // --routings
   int tune_routings = 1;                                             // --tune-routings
+  int tune_sustain_ms = 0;                                           // --tune-sustain-ms
   int64_t max_tokens = 0; // rows of the router logits (make_setup's)
   bool packed = false;    // --packed: the weights in moe_pack_weights' layout
   ops::MoePackedReads packed_reads = ops::MoePackedReads::automatic; // --packed-reads

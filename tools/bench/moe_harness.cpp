@@ -87,7 +87,8 @@ void pack_weights(runtime::Engine& engine, const runtime::Driver& drv, const Moe
 // Median µs of one call, from graph replays of `per_graph` calls, call i on weight copy
 // i % k_weight_copies.
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeShape& s,
-               const Buffers& b, int64_t tokens, const TunedMoeOptions& options, CUstream stream) {
+               const Buffers& b, int64_t tokens, const TunedMoeOptions& options, CUstream stream,
+               double sustain_ms) {
   const FusedMoeTensors t = tensors(b, s, tokens);
   must(fused_moe(engine, s, t, options, stream), "warm-up");
   StreamTimer timer(drv, stream);
@@ -105,11 +106,14 @@ double time_us(runtime::Engine& engine, const runtime::Driver& drv, const MoeSha
   must(drv.check(drv.cuStreamEndCapture(stream, &graph), "cuStreamEndCapture"), "capture");
   must(drv.check(drv.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate"), "graph");
   drv.cuGraphDestroy(graph);
+  auto replay = [&] {
+    must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
+  };
+  for (double ran = 0; ran < sustain_ms;)
+    ran += timer.ms("sustain", replay);
   std::vector<double> samples;
   for (int r = 0; r < 7; ++r) {
-    const float ms = timer.ms("replay", [&] {
-      must(drv.check(drv.cuGraphLaunch(exec, stream), "cuGraphLaunch"), "replay");
-    });
+    const float ms = timer.ms("replay", replay);
     samples.push_back(ms * 1000.0 / per_graph);
   }
   drv.cuGraphExecDestroy(exec);

@@ -62,10 +62,12 @@ ops::FusedMoeTensors tensors(const Buffers& b, const ops::MoeShape& s, int64_t t
                              int copy = 0);
 
 // Median µs of one fused_moe call with `options`, from CUDA-graph replays of many calls that
-// rotate over the weight copies.
+// rotate over the weight copies. sustain_ms: untimed replays for that long first, so that the
+// timed ones run at the clock the GPU holds under load (the H200 holds its power limit by the
+// clock at FP8 prefill; docs/moe.md, "Power").
 double time_us(runtime::Engine& engine, const runtime::Driver& drv, const ops::MoeShape& s,
                const Buffers& b, int64_t tokens, const ops::TunedMoeOptions& options,
-               CUstream stream);
+               CUstream stream, double sustain_ms = 0);
 
 // Median µs the host spends in one eager fused_moe call with `options` (its checks, the
 // configuration, variant lookups, tensor maps and launches), each call made on an idle stream so

@@ -38,7 +38,7 @@ std::optional<double> MoeBench::time_config(const MoeShape& s, const Buffers& b,
     must(drv.check(drv.cuCtxSynchronize(), "sync"), "sync");
     return std::nullopt;
   }
-  return time_us(engine, drv, s, b, tokens, o, stream);
+  return time_us(engine, drv, s, b, tokens, o, stream, tune_sustain_ms);
 }
 
 std::vector<GemmTile> MoeBench::time_alone(const MoeShape& s, const Buffers& b, int64_t tokens,
