@@ -4,9 +4,12 @@
 #include "test_support.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string>
 #include <tuple>
+#include <vector>
 
 #ifdef SPECJIT_BENCH
 
@@ -14,61 +17,31 @@ TEST_CASE("specjit-bench moe names the bad entry of a long --tokens list, a bad 
           "bad --launch-order, a bad --routings, a bad --tune-routings, a bad --tune-sustain-ms, "
           "a bad --packed-reads and --table with --no-table") {
   specjit::test::TempDir dir;
+  // `specjit-bench moe ARGS` exits 2 with `message` on stderr.
+  auto refused = [&](std::vector<std::string> args, const std::string& message) {
+    args.insert(args.begin(), {SPECJIT_BENCH, "moe"});
+    INFO(fmt::format("{}", fmt::join(args, " ")));
+    specjit::test::ProcessResult run = specjit::test::run_process(args, {"TMPDIR=" + dir.path()});
+    CHECK(run.exit_code == 2);
+    CHECK_MESSAGE(run.err.find(message) != std::string::npos, run.err);
+  };
   // Longer than a string's inline buffer: the list must be read from memory that is still its.
-  specjit::test::ProcessResult tokens = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--tokens", "1,16,64,256,1024,4096,3"}, {"TMPDIR=" + dir.path()});
-  CHECK(tokens.exit_code == 2);
-  CHECK_MESSAGE(tokens.err.find("--tokens: '3' is not one of") != std::string::npos, tokens.err);
-
-  specjit::test::ProcessResult handoff = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--tokens", "1,16,64,256,1024,4096", "--handoff", "sometimes"},
-      {"TMPDIR=" + dir.path()});
-  CHECK(handoff.exit_code == 2);
-  CHECK_MESSAGE(handoff.err.find("--handoff takes automatic, always or never, not 'sometimes'") !=
-                    std::string::npos,
-                handoff.err);
-
-  specjit::test::ProcessResult order = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--handoff", "never", "--launch-order", "row-major"},
-      {"TMPDIR=" + dir.path()});
-  CHECK(order.exit_code == 2);
-  CHECK_MESSAGE(order.err.find("--launch-order takes automatic, grouped or block-major, not "
-                               "'row-major'") != std::string::npos,
-                order.err);
-
-  for (const char* bad : {"many", "-1", "1001"}) {
-    specjit::test::ProcessResult routings = specjit::test::run_process(
-        {SPECJIT_BENCH, "moe", "--tokens", "4", "--routings", bad}, {"TMPDIR=" + dir.path()});
-    CHECK(routings.exit_code == 2);
-    CHECK_MESSAGE(routings.err.find(std::string("--routings takes a count from 0 to 1000, not '") +
-                                    bad + "'") != std::string::npos,
-                  routings.err);
-  }
-  specjit::test::ProcessResult tune = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--tune", "--tune-routings", "0"}, {"TMPDIR=" + dir.path()});
-  CHECK(tune.exit_code == 2);
-  CHECK_MESSAGE(tune.err.find("--tune-routings takes a count from 1 to 100, not '0'") !=
-                    std::string::npos,
-                tune.err);
-  specjit::test::ProcessResult sustain = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--tune", "--tune-sustain-ms", "-5"}, {"TMPDIR=" + dir.path()});
-  CHECK(sustain.exit_code == 2);
-  CHECK_MESSAGE(sustain.err.find("--tune-sustain-ms takes a count from 0 to 5000, not '-5'") !=
-                    std::string::npos,
-                sustain.err);
-
+  refused({"--tokens", "1,16,64,256,1024,4096,3"}, "--tokens: '3' is not one of");
+  refused({"--tokens", "1,16,64,256,1024,4096", "--handoff", "sometimes"},
+          "--handoff takes automatic, always or never, not 'sometimes'");
+  refused({"--handoff", "never", "--launch-order", "row-major"},
+          "--launch-order takes automatic, grouped or block-major, not 'row-major'");
+  for (const char* bad : {"many", "-1", "1001"})
+    refused({"--tokens", "4", "--routings", bad},
+            std::string("--routings takes a count from 0 to 1000, not '") + bad + "'");
+  refused({"--tune", "--tune-routings", "0"},
+          "--tune-routings takes a count from 1 to 100, not '0'");
+  refused({"--tune", "--tune-sustain-ms", "-5"},
+          "--tune-sustain-ms takes a count from 0 to 5000, not '-5'");
   // Named before the device is opened, like the flags above (the names are the tables').
-  specjit::test::ProcessResult reads = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--packed", "--packed-reads", "tma"}, {"TMPDIR=" + dir.path()});
-  CHECK(reads.exit_code == 2);
-  CHECK_MESSAGE(reads.err.find("--packed-reads takes automatic, bulk or map, not 'tma'") !=
-                    std::string::npos,
-                reads.err);
-  specjit::test::ProcessResult tables = specjit::test::run_process(
-      {SPECJIT_BENCH, "moe", "--table", "t.json", "--no-table"}, {"TMPDIR=" + dir.path()});
-  CHECK(tables.exit_code == 2);
-  CHECK_MESSAGE(tables.err.find("--table and --no-table exclude each other") != std::string::npos,
-                tables.err);
+  refused({"--packed", "--packed-reads", "tma"},
+          "--packed-reads takes automatic, bulk or map, not 'tma'");
+  refused({"--table", "t.json", "--no-table"}, "--table and --no-table exclude each other");
 }
 
 TEST_CASE("specjit-bench moe-routing rebuilds the fixed routing's blocks and names bad flags") {

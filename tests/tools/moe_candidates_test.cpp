@@ -61,24 +61,21 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
                             [&](const MoeTileConfig& c) { return c.gemm2 == t; }));
       }
       CHECK(normal); // the crossover is measured at every T
+      // Whether any block's GEMM1 candidates hold a tile with `flag` set.
+      auto any_gemm1 = [&](bool GemmTile::*flag) {
+        return std::any_of(blocks.begin(), blocks.end(), [&](const auto& b) {
+          return std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                             [&](const GemmTile& t) { return t.*flag; });
+        });
+      };
       // FP8 GEMM1 on the f16 copy of the tokens from 16 tokens an expert on.
-      const bool f16 = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
-        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
-                           [](const GemmTile& t) { return t.f16_tokens; });
-      });
-      CHECK(f16 == (s.dtype == MoeDType::fp8 && tokens * s.top_k >= 16 * s.experts));
+      CHECK(any_gemm1(&GemmTile::f16_tokens) ==
+            (s.dtype == MoeDType::fp8 && tokens * s.top_k >= 16 * s.experts));
       // FP8 GEMM1 on e4m3 tensor cores at prefill (256 tokens and more) only.
-      const bool e4m3 = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
-        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
-                           [](const GemmTile& t) { return t.e4m3; });
-      });
-      CHECK(e4m3 == (s.dtype == MoeDType::fp8 && tokens >= 256));
+      CHECK(any_gemm1(&GemmTile::e4m3) == (s.dtype == MoeDType::fp8 && tokens >= 256));
       // ... and on the sorted e4m3 copy of the tokens for the top-2 models (Mixtral) there.
-      const bool sorted = std::any_of(blocks.begin(), blocks.end(), [](const auto& b) {
-        return std::any_of(b.gemm1.begin(), b.gemm1.end(),
-                           [](const GemmTile& t) { return t.sorted_tokens; });
-      });
-      CHECK(sorted == (s.dtype == MoeDType::fp8 && tokens >= 256 && s.top_k <= 2));
+      CHECK(any_gemm1(&GemmTile::sorted_tokens) ==
+            (s.dtype == MoeDType::fp8 && tokens >= 256 && s.top_k <= 2));
       if (tokens * s.top_k <= 64 * s.experts)
         CHECK(swap);
       const MoeTileConfig rule = default_moe_config(s, tokens, k_sm90a);
