@@ -1,6 +1,6 @@
 // The producers of the persistent schedules of the wgmma MoE GEMMs (moe/wgmma_produce.cuh has
-// the fixed schedule's and the loads they share): stream-K's shares of the steps, and the dynamic schedule's tiles taken
-// from a counter.
+// the fixed schedule's and the loads they share): stream-K's shares of the steps, and the dynamic
+// schedule's tiles taken from a counter.
 #pragma once
 
 #include "moe/wgmma_produce.cuh"

@@ -182,11 +182,11 @@ struct MoeWgmmaBlock {
   unsigned empty_bar;           // shared address of empty[0]
 };
 
-// WEIGHTS: how the producer reads the weights (MoeWeights in moe/wgmma_produce.cuh), a template value so that each
-// variant holds only its own loads. E4M3 (FP8 GEMM1, not with f16 tokens): e4m3 MMAs on the
-// stage's bytes, promoted into fp32 registers (moe_consume_e4m3), instead of f16 MMAs on exact
-// conversions (the `exact` accumulation); WHOLE_K: those MMAs accumulate over the whole K in
-// place, without promotion (moe_consume_direct).
+// WEIGHTS: how the producer reads the weights (MoeWeights in moe/wgmma_produce.cuh), a template
+// value so that each variant holds only its own loads. E4M3 (FP8 GEMM1, not with f16 tokens):
+// e4m3 MMAs on the stage's bytes, promoted into fp32 registers (moe_consume_e4m3), instead of
+// f16 MMAs on exact conversions (the `exact` accumulation); WHOLE_K: those MMAs accumulate over
+// the whole K in place, without promotion (moe_consume_direct).
 template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS,
           int STAGES, int SPLITK, MoeSchedule SCHEDULE, int TILES,
           MoeWeightReads WEIGHTS = MoeWeightReads::row_major_map, bool E4M3 = false,

@@ -157,15 +157,15 @@ unsigned WgmmaGemm::threads() const {
 }
 
 unsigned WgmmaGemm::shared_bytes() const {
-  const bool swap_ab = this->swap_ab(), t16 = f16_tokens();
+  const bool t16 = f16_tokens();
   const unsigned rows = static_cast<unsigned>(block_m * (t16 ? 2 : 1) + block_n);
   unsigned dynamic = static_cast<unsigned>(stages) * rows * k_moe_row_bytes;
   dynamic += 1024; // room to align the tiles to 1024 bytes
   // FP8 GEMM1's f16 copies of its B operand (kernels_src/moe/wgmma_consume_f16.cuh): swap-AB the
   // token tile, double-buffered per warpgroup; normal the weight tile, one buffer per K half.
   if (dtype == MoeDType::fp8 && gemm == 1 && !t16 && !e4m3)
-    dynamic += swap_ab ? 4u * warpgroups * block_m * k_moe_row_bytes
-                       : 2u * static_cast<unsigned>(block_n) * k_moe_row_bytes;
+    dynamic += swap_ab() ? 4u * warpgroups * block_m * k_moe_row_bytes
+                         : 2u * static_cast<unsigned>(block_n) * k_moe_row_bytes;
   // The f16-token GEMM1 stages its e4m3 outputs, 64 columns x block_m a warpgroup
   // (moe_t16_outputs in kernels_src/moe/gemm_wgmma.cu).
   if (t16)
@@ -173,7 +173,7 @@ unsigned WgmmaGemm::shared_bytes() const {
   // The normal orientation stages its bf16 outputs, 16 rows x up to 128 bytes a warp
   // (moe_normal_staged): GEMM1's block_n / 2 columns, GEMM2's block_n. FP8 GEMM1 stores its
   // e4m3 pairs directly (its f16 weight copy leaves no room).
-  if (!swap_ab && (gemm == 2 || dtype == MoeDType::bf16)) {
+  if (!swap_ab() && (gemm == 2 || dtype == MoeDType::bf16)) {
     const int row_bytes = 2 * output_columns();
     dynamic += static_cast<unsigned>(warpgroups * 4 * 16 * std::min(row_bytes, 128));
   }
