@@ -289,7 +289,7 @@ moe_wgmma1_body(const TmaDesc& w13_map, const TmaDesc& tokens_map,
                    epilogue);
 }
 
-template <bool FP8, SPECJIT_MOE_WGMMA_PARAMS>
+template <bool FP8, bool WHOLE_K, SPECJIT_MOE_WGMMA_PARAMS>
 __device__ __forceinline__ void
 moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 const int* __restrict__ sorted_ids, const int* __restrict__ expert_ids,
@@ -298,7 +298,7 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                 unsigned short* __restrict__ slot_out, unsigned char* __restrict__ scratch,
                 int handoff_target, int group_blocks, int num_tokens, int top_k,
                 const unsigned char* __restrict__ w2_packed) {
-  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false, false, false);
+  using G = SPECJIT_MOE_WGMMA_TRAITS(FP8, false, false, WHOLE_K);
   const int num_slots = static_cast<int>(Spec<NUM_TOKENS_SPEC>::value(num_tokens)) * top_k;
   auto epilogue = [&](const MoeWgmmaBlock& b, const float(&acc)[G::k_halves][G::k_acc]) {
     const int tile = b.tile;
@@ -346,7 +346,8 @@ moe_wgmma2_body(const TmaDesc& w2_map, const TmaDesc& intermediate_map,
                    epilogue);
 }
 
-// The entry points: {GEMM1, GEMM2} x {e4m3, bf16}, and FP8 GEMM1 with e4m3 accumulation, each taking its GEMM's argument struct
+// The entry points: {GEMM1, GEMM2} x {e4m3, bf16}, FP8 GEMM1 with e4m3 accumulation and FP8 GEMM2
+// over the whole K, each taking its GEMM's argument struct
 // (moe/gemm_args.h, which describes the tensor maps) as a __grid_constant__, so that its tensor
 // maps stay in parameter space. Block: 128 * WGS threads and the producer warps (normal and
 // f16-token GEMM1: 4, otherwise 1; MoeWgmma::k_producer_warps); dynamic shared memory:
@@ -395,13 +396,22 @@ __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, true, false, f
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false, false, false)::k_threads, 1)
     moe_wgmma2_fp8(const __grid_constant__ MoeWgmmaGemm2Args args) {
-  moe_wgmma2_body<true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
+  moe_wgmma2_body<true, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
+}
+
+// FP8 GEMM2 with its e4m3 MMAs accumulating over the whole K in place (moe_consume_direct
+// without promotion, as GEMM1's e4m3w): no partial sums, so the normal orientation keeps a group
+// of MMAs in flight across stages and 256-wide tiles fit (128 accumulators a thread).
+template <SPECJIT_MOE_WGMMA_PARAMS>
+__global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(true, false, false, true)::k_threads, 1)
+    moe_wgmma2_e4m3w(const __grid_constant__ MoeWgmmaGemm2Args args) {
+  moe_wgmma2_body<true, true, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }
 
 template <SPECJIT_MOE_WGMMA_PARAMS>
 __global__ void __launch_bounds__(SPECJIT_MOE_WGMMA_TRAITS(false, false, false, false)::k_threads, 1)
     moe_wgmma2_bf16(const __grid_constant__ MoeWgmmaGemm2Args args) {
-  moe_wgmma2_body<false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
+  moe_wgmma2_body<false, false, SPECJIT_MOE_WGMMA_VALUES>(SPECJIT_MOE_WGMMA2_CALL);
 }
 
 #undef SPECJIT_MOE_WGMMA_PARAMS

@@ -14,7 +14,8 @@
 //              registers once a stage, as GEMM2 (moe_consume_e4m3); against the layer's float64
 //              truth it is as accurate as the exact path (docs/moe.md, "Accumulation").
 //   GEMM2 FP8  e4m3 wgmma, promoted into fp32 registers once a stage (128 of K; its bf16 output
-//              is not requantized, so the e4m3 accumulation over a stage costs little).
+//              is not requantized, so the e4m3 accumulation over a stage costs little), or
+//              (moe_wgmma2_e4m3w) accumulated over the whole K, unpromoted, as GEMM1's e4m3w.
 //   bf16       bf16 wgmma, fp32 accumulation.
 #pragma once
 
@@ -171,7 +172,7 @@ __device__ __forceinline__ void moe_wgmma_consume(const MoeWgmmaBlock& b, int st
     if constexpr (!G::k_fp8)
       moe_consume_direct<G, WgmmaType::bf16, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (!G::k_gated)
-      moe_consume_direct<G, WgmmaType::e4m3, true, k_width>(b, step0, k0, k1, acc);
+      moe_consume_direct<G, WgmmaType::e4m3, !G::k_e4m3_whole_k, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_e4m3_whole_k)
       moe_consume_direct<G, WgmmaType::e4m3, false, k_width>(b, step0, k0, k1, acc);
     else if constexpr (G::k_e4m3_mma)

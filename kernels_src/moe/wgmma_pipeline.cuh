@@ -185,8 +185,8 @@ struct MoeWgmmaBlock {
 // WEIGHTS: how the producer reads the weights (MoeWeights in moe/wgmma_produce.cuh), a template
 // value so that each variant holds only its own loads. E4M3 (FP8 GEMM1, not with f16 tokens):
 // e4m3 MMAs on the stage's bytes, promoted into fp32 registers (moe_consume_e4m3), instead of
-// f16 MMAs on exact conversions (the `exact` accumulation); WHOLE_K: those MMAs accumulate over
-// the whole K in place, without promotion (moe_consume_direct).
+// f16 MMAs on exact conversions (the `exact` accumulation); WHOLE_K: those MMAs (FP8 GEMM2: its
+// e4m3 MMAs) accumulate over the whole K in place, without promotion (moe_consume_direct).
 template <bool FP8, bool GATED, int N, int K, MoeOrientation ORIENTATION, int TOK, int BW, int WGS,
           int STAGES, int SPLITK, MoeSchedule SCHEDULE, int TILES,
           MoeWeightReads WEIGHTS = MoeWeightReads::row_major_map, bool E4M3 = false,
@@ -197,7 +197,8 @@ struct MoeWgmmaTraits
       MoeWgmma<FP8, GATED, N, K, ORIENTATION, TOK, BW, WGS, STAGES, SPLITK, SCHEDULE, TILES>;
   static_assert(!E4M3 || (FP8 && GATED && !Base::k_t16),
                 "e4m3 MMAs: FP8 GEMM1 on its e4m3 tokens (GEMM2 always uses them)");
-  static_assert(!WHOLE_K || E4M3, "whole-K accumulation is for e4m3 MMAs");
+  static_assert(!WHOLE_K || E4M3 || (FP8 && !GATED),
+                "whole-K accumulation is for e4m3 MMAs (FP8 GEMM1 with E4M3, FP8 GEMM2)");
   static_assert(ORIENTATION != MoeOrientation::normal_sorted || E4M3,
                 "the sorted e4m3 copy of the tokens is for e4m3 MMAs");
   static constexpr bool k_e4m3_mma = E4M3;

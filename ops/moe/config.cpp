@@ -157,11 +157,13 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
                        64 * t.warpgroups);
   if (!is_pow2_in(t.block_n, 64, 256))
     return "block_n must be 64, 128 or 256";
-  // FP8 GEMM2 promotes each stage's e4m3 sums into fp32 totals (moe/wgmma_consume.cuh): 256
-  // columns would be 256 fp32 values a thread, past the 255 registers (ptxas spills 164 bytes;
-  // on the H200, Qwen3 T = 64, it ran 1.3-4x slower than 128 wide).
-  if (u.fp8 && !u.gated && t.block_n == 256)
-    return "FP8 GEMM2 holds 2 x block_n / 2 fp32 sums a thread: block_n 256 spills, use 128";
+  // FP8 GEMM2 promoted once a stage holds each stage's e4m3 sums beside its fp32 totals
+  // (moe/wgmma_consume.cuh): 256 columns would be 256 fp32 values a thread, past the 255
+  // registers (ptxas spills 164 bytes; on the H200, Qwen3 T = 64, it ran 1.3-4x slower than 128
+  // wide). Over the whole K it holds only the totals, 128 a thread.
+  if (u.fp8 && !u.gated && t.block_n == 256 && !t.whole_k)
+    return "FP8 GEMM2 promoted once a stage holds 2 x block_n / 2 fp32 sums a thread: block_n "
+           "256 spills, use 128 or whole_k";
   return whole_tiles_rule(t, u);
 }
 
@@ -182,8 +184,10 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   std::string why;
   if (t.stages < 2 || t.stages > 8)
     why = "2 to 8 pipeline stages";
-  else if ((t.whole_k || t.sorted_tokens) && !t.e4m3)
-    why = t.whole_k ? "whole_k is for e4m3 tiles" : "sorted_tokens is for e4m3 tiles";
+  else if (t.sorted_tokens && !t.e4m3)
+    why = "sorted_tokens is for e4m3 tiles";
+  else if (t.whole_k && !t.e4m3 && (u.gated || !u.fp8 || t.kernel != MoeGemmKernel::wgmma))
+    why = "whole_k is for e4m3 GEMM1 tiles and FP8 wgmma GEMM2 tiles";
   else if (t.e4m3)
     why = e4m3_rule(t, u);
   if (why.empty())
@@ -248,9 +252,9 @@ std::string GemmTile::describe() const {
                        packed_reads == MoePackedReads::automatic
                            ? ""
                            : " " + moe_packed_reads_name(packed_reads).str(),
-                       !e4m3     ? ""
-                       : whole_k ? " e4m3w"
-                                 : " e4m3");
+                       whole_k ? " e4m3w"
+                       : e4m3  ? " e4m3"
+                               : "");
   return fmt::format("n{} w{}x{} s{}", block_n, warps_m, warps_n, stages);
 }
 

@@ -106,8 +106,10 @@ llvm::StringRef moe_packed_reads_name(MoePackedReads reads);
 //          e4m3 (FP8 GEMM1, wgmma, not with f16_tokens; swap-AB: block_m <= 128, <= 64 with two
 //          warpgroups): e4m3 MMAs on the stage's bytes, promoted into fp32 once a stage, at twice
 //          the rate of the f16 MMAs the exact accumulation runs (FusedMoeOptions::accumulation).
-//          whole_k (with e4m3): the e4m3 MMAs accumulate over all of K in place, unpromoted, as
-//          the peer's tl.dot does on sm_90: no partial sums, one group of MMAs in flight.
+//          whole_k (GEMM1 with e4m3, or FP8 wgmma GEMM2): the e4m3 MMAs accumulate over all of K
+//          in place, unpromoted, as the peer's tl.dot does on sm_90: no partial sums, one group
+//          of MMAs in flight; FP8 GEMM2 in the normal orientation may then be 256 wide. The
+//          `exact` accumulation runs GEMM2 promoted (a 256-wide tile as 128 wide).
 //          sorted_tokens (with e4m3, normal orientation, top_k <= 2, block_m <= 128): the token
 //          rows from an e4m3 copy in the slots' sorted order, made once a call (moe_tokens_f16
 //          SORTED 2), one TMA box a stage instead of gathering them.

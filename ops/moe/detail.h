@@ -75,6 +75,7 @@ enum KernelIndex {
   k_pack_weights,
   k_wgmma1_e4m3,
   k_wgmma1_e4m3w,
+  k_wgmma2_e4m3w,
   k_kernel_count
 };
 

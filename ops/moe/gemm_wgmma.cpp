@@ -102,7 +102,7 @@ WgmmaGemm WgmmaGemm::of(const MoeShape& shape, int gemm, int block_m, const Gemm
   g.tiles = tile.persistent() ? 1 : tile.tiles;
   g.weights = weight_reads(tile, layout, reads);
   g.e4m3 = tile.e4m3;
-  g.whole_k = tile.e4m3 && tile.whole_k;
+  g.whole_k = tile.whole_k && (tile.e4m3 || (gemm == 2 && shape.dtype == MoeDType::fp8));
   return g;
 }
 
@@ -134,10 +134,13 @@ runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3, bool w
        raw_param("block_n"), raw_param("warpgroups"), raw_param("stages"), raw_param("split_k"),
        enumeration("schedule", "MoeSchedule", schedule_names()), raw_param("tiles"),
        enumeration("weights", "MoeWeightReads", weight_read_names())});
-  if (e4m3) { // FP8 GEMM1 on e4m3 tensor cores: the same parameters, its own entry point
+  // FP8 GEMM1 on e4m3 tensor cores and FP8 GEMM2 over the whole K: the same parameters, their
+  // own entry points.
+  if (gemm == 1 && e4m3)
     def.id = whole_k ? "moe_wgmma1_e4m3w" : "moe_wgmma1_e4m3";
-    def.function = "specjit_kernels::" + def.id;
-  }
+  else if (gemm == 2 && dtype == MoeDType::fp8 && whole_k)
+    def.id = "moe_wgmma2_e4m3w";
+  def.function = "specjit_kernels::" + def.id;
   return def;
 }
 

@@ -23,7 +23,8 @@ struct WgmmaGemm {
   MoeSchedule schedule = MoeSchedule::fixed;
   int tiles = 1; // weight tiles a CTA (fixed schedule; 1 for the persistent ones)
   MoeWeightReads weights = MoeWeightReads::row_major_map;
-  bool whole_k = false; // with e4m3: accumulated over all of K unpromoted (moe_wgmma1_e4m3w)
+  bool whole_k = false; // accumulated over all of K unpromoted: GEMM1 with e4m3 (moe_wgmma1_e4m3w),
+                        // FP8 GEMM2 (moe_wgmma2_e4m3w)
   bool e4m3 = false;    // FP8 GEMM1: e4m3 MMAs (moe_wgmma1_e4m3), not f16 ones on exact conversions
 
   // The variant GEMM `gemm` runs with `tile` (a wgmma tile) over token blocks of block_m, on
@@ -56,8 +57,8 @@ struct WgmmaGemm {
 
 // The kernel definition: moe_wgmma{1,2}_{fp8,bf16}<n, k, orientation, block_m, block_n,
 // warpgroups, stages, split_k, schedule, tiles, weights, num_tokens>, the three enumerations
-// spelled by name; e4m3 (FP8 GEMM1): moe_wgmma1_e4m3, whole_k moe_wgmma1_e4m3w, the same
-// parameters.
+// spelled by name; e4m3 (FP8 GEMM1): moe_wgmma1_e4m3, whole_k moe_wgmma1_e4m3w; FP8 GEMM2 with
+// whole_k: moe_wgmma2_e4m3w; the same parameters.
 runtime::KernelDef wgmma_gemm_kernel(int gemm, MoeDType dtype, bool e4m3 = false,
                                      bool whole_k = false);
 

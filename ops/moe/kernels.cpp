@@ -63,7 +63,8 @@ std::vector<KernelDef> moe_kernels() {
           moe_tokens_f16_kernel(),
           moe_pack_weights_kernel(),
           moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true),
-          moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true, true)};
+          moe_detail::wgmma_gemm_kernel(1, MoeDType::fp8, true, true),
+          moe_detail::wgmma_gemm_kernel(2, MoeDType::fp8, false, true)};
 }
 
 namespace moe_detail {
@@ -89,7 +90,7 @@ KernelIndex gemm_index(int gemm, MoeDType dtype, MoeGemmKernel kernel, bool e4m3
   if (kernel == MoeGemmKernel::wgmma) {
     if (gemm == 1)
       return !fp8 ? k_wgmma1_bf16 : !e4m3 ? k_wgmma1_fp8 : whole_k ? k_wgmma1_e4m3w : k_wgmma1_e4m3;
-    return fp8 ? k_wgmma2_fp8 : k_wgmma2_bf16;
+    return !fp8 ? k_wgmma2_bf16 : whole_k ? k_wgmma2_e4m3w : k_wgmma2_fp8;
   }
   if (gemm == 1)
     return fp8 ? k_gemm1_fp8 : k_gemm1_bf16;

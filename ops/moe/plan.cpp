@@ -144,8 +144,15 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
       return resolved.takeError();
     p.config = resolved->config;
   }
-  if (options.accumulation == MoeAccumulation::exact) // every tile then converts to f16
+  if (options.accumulation == MoeAccumulation::exact) { // every GEMM1 tile then converts to f16
     p.config.gemm1.e4m3 = p.config.gemm1.whole_k = p.config.gemm1.sorted_tokens = false;
+    // and GEMM2 promotes once a stage, as the exact path's bound was measured; the 256-wide
+    // tiles only fit unpromoted, so they run as 128-wide ones.
+    GemmTile& g2 = p.config.gemm2;
+    if (g2.whole_k && !g2.swap_ab && g2.block_n == 256)
+      g2.block_n = 128;
+    g2.whole_k = false;
+  }
   p.blocks =
       ceil_div(moe_max_padded(tokens * s.top_k, s.experts, p.config.block_m), p.config.block_m);
   p.gemm1 = plan_gemm(s, 1, p.config, layout, options.packed_reads);

@@ -37,7 +37,10 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     // once a stage, or over the whole K with wgmma_e4m3w): swap-AB
     // packed (T = 1), two warpgroups splitting K (3), split-K clusters (16), dynamic (64),
     // stream-K (200), normal 128 and 256 wide in two warpgroups (1024; 256: registers moved
-    // from the producers), partly filled blocks at the narrower widths.
+    // from the producers), partly filled blocks at the narrower widths. With wgmma_e4m3w GEMM2
+    // also runs over the whole K at T = 3, 64, 200 and 1024 (there 256 wide), promoted at 1 and
+    // 16.
+    const bool gemm2_whole_k = forced == Forced::wgmma_e4m3w && tokens != 1 && tokens != 16;
     MoeTileConfig c;
     c.gemm2 = GemmTile::wgmma_tile(64, 4, true, 1);
     switch (tokens) {
@@ -67,11 +70,12 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     default:
       c.block_m = 128;
       c.gemm1 = GemmTile::wgmma_tile(s.experts == 256 ? 128 : 256, 4, false, 2);
-      c.gemm2 = GemmTile::wgmma_tile(128, 4, false, 2);
+      c.gemm2 = GemmTile::wgmma_tile(gemm2_whole_k ? 256 : 128, 4, false, 2);
       break;
     }
     c.gemm1.e4m3 = true;
     c.gemm1.whole_k = forced == Forced::wgmma_e4m3w;
+    c.gemm2.whole_k = gemm2_whole_k;
     return c;
   }
   if (forced == Forced::wgmma_f16_tokens) {

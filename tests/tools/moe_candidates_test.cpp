@@ -76,6 +76,17 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
       // ... and on the sorted e4m3 copy of the tokens for the top-2 models (Mixtral) there.
       CHECK(any_gemm1(&GemmTile::sorted_tokens) ==
             (s.dtype == MoeDType::fp8 && tokens >= 256 && s.top_k <= 2));
+      // FP8 GEMM2 over the whole K at prefill, 256 wide in the normal orientation among them.
+      const bool prefill_fp8 = s.dtype == MoeDType::fp8 && tokens >= 256;
+      auto any_gemm2 = [&](auto&& pred) {
+        return std::any_of(blocks.begin(), blocks.end(), [&](const auto& b) {
+          return std::any_of(b.gemm2.begin(), b.gemm2.end(), pred);
+        });
+      };
+      CHECK(any_gemm2([](const GemmTile& t) { return t.whole_k; }) == prefill_fp8);
+      CHECK(any_gemm2([](const GemmTile& t) {
+              return t.whole_k && !t.swap_ab && t.block_n == 256;
+            }) == prefill_fp8);
       if (tokens * s.top_k <= 64 * s.experts)
         CHECK(swap);
       const MoeTileConfig rule = default_moe_config(s, tokens, k_sm90a);

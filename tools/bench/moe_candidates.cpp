@@ -79,8 +79,11 @@ std::vector<GemmTile> normal_tiles(int gemm, int wg) {
     for (int stages : {4, 6})
       for (int tiles : {1, 4, 7, 8, 14, 16})
         list.push_back(wgmma_tile(128, stages, false, wg, 1, tiles));
-    for (int tiles : {1, 2})
-      list.push_back(wgmma_tile(256, 4, false, wg, 1, tiles)); // bf16 (a 256-wide FP8 GEMM2 spills)
+    // 256 wide: bf16, and FP8 over the whole K (promoted, its sums spill); 3 stages leave room
+    // for the output staging.
+    for (int stages : {3, 4})
+      for (int tiles : {1, 2, 4})
+        list.push_back(wgmma_tile(256, stages, false, wg, 1, tiles));
   }
   return list;
 }
@@ -118,9 +121,16 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
   // At prefill (256 tokens and more) every FP8 GEMM1 tile that reads the e4m3 tokens also on
   // e4m3 tensor cores, promoted once a stage (its rule refuses the tiles whose registers would
   // not hold it) and over the whole K; each of those also on the sorted e4m3 copy of the tokens
-  // where its rule allows (the normal orientation, top_k <= 2).
+  // where its rule allows (the normal orientation, top_k <= 2). Every FP8 wgmma GEMM2 tile also
+  // over the whole K (which lets the normal orientation's 256-wide tiles in).
   auto add_tile = [&](int block_m, int gemm, const GemmTile& t) {
     add(block_m, gemm, t);
+    if (gemm == 2 && s.dtype == MoeDType::fp8 && tokens >= 256 &&
+        t.kernel == MoeGemmKernel::wgmma) {
+      GemmTile whole = t;
+      whole.whole_k = true;
+      add(block_m, gemm, whole);
+    }
     if (gemm == 1 && s.dtype == MoeDType::fp8 && tokens >= 256 &&
         t.kernel == MoeGemmKernel::wgmma && !t.f16_tokens) {
       for (const bool whole_k : {false, true}) {
@@ -135,7 +145,7 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
   };
   const MoeTileConfig rule = default_moe_config(s, tokens, arch);
   add_tile(rule.block_m, 1, rule.gemm1);
-  add(rule.block_m, 2, rule.gemm2);
+  add_tile(rule.block_m, 2, rule.gemm2);
   int bm = 8; // the smallest power of two that holds an expert's tokens, at most 128
   while (bm < per_expert && bm < 128)
     bm *= 2;

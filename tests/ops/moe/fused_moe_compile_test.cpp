@@ -253,7 +253,8 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
   MoeTileConfig unpromoted{64, GemmTile::wgmma_tile(128, 4, true, 1),
                            GemmTile::wgmma_tile(64, 4, true, 1)};
   unpromoted.gemm1.whole_k = true;
-  CHECK(config_refusal(qwen, unpromoted).find("whole_k is for e4m3 tiles") != std::string::npos);
+  CHECK(config_refusal(qwen, unpromoted).find("whole_k is for e4m3 GEMM1 tiles") !=
+        std::string::npos);
   MoeTileConfig mma{16, e4m3(GemmTile{}), GemmTile{}};
   CHECK(config_refusal(qwen, mma).find("e4m3 needs a wgmma tile") != std::string::npos);
   // Exact accumulation runs the f16 kernel on the same tile: the option is the caller's.
@@ -281,6 +282,58 @@ TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or seri
   REQUIRE(static_cast<bool>(unpromoted_variants));
   CHECK(gemm1_kernel(*whole_k_variants) == "moe_wgmma1_fp8");
   CHECK(gemm1_kernel(*unpromoted_variants) == "moe_wgmma1_e4m3w");
+}
+
+TEST_CASE("FP8 GEMM2 over the whole K compiles without spills, 256 wide in the normal "
+          "orientation, is refused where it does not apply and runs promoted under exact") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  auto whole = [](GemmTile t) {
+    t.whole_k = true;
+    return t;
+  };
+  GemmTile gemm1 = GemmTile::wgmma_tile(256, 4, false, 2);
+  gemm1.e4m3 = gemm1.whole_k = true;
+  // Normal 256 wide (several tiles a CTA, 3 and 4 stages) and 128 wide, swap-AB, dynamic.
+  for (const auto& [shape, config] :
+       {std::pair{mixtral, MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 4, false, 2))}},
+        std::pair{qwen, MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 3, false, 2, 1, 4))}},
+        std::pair{deepseek,
+                  MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(128, 4, false, 2, 1, 14))}},
+        std::pair{qwen, MoeTileConfig{32, GemmTile::wgmma_tile(128, 4, true, 1),
+                                      whole(GemmTile::wgmma_tile(64, 6, true, 1))}},
+        std::pair{mixtral, MoeTileConfig{32, dynamic_tile(128, 4), whole(dynamic_tile(64, 4))}}}) {
+    INFO(config.describe());
+    CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+  }
+  CHECK(whole(GemmTile::wgmma_tile(256, 4, false, 2)).describe() == "wgmma n256 g2 s4 e4m3w");
+  // Promoted, 256 wide spills; bf16 GEMM2 and mma.sync tiles have no whole_k.
+  MoeTileConfig promoted{128, gemm1, GemmTile::wgmma_tile(256, 4, false, 2)};
+  CHECK(config_refusal(mixtral, promoted).find("use 128 or whole_k") != std::string::npos);
+  MoeShape mixtral_bf16 = mixtral;
+  mixtral_bf16.dtype = MoeDType::bf16;
+  MoeTileConfig bf16{128, GemmTile::wgmma_tile(256, 3, false, 2),
+                     whole(GemmTile::wgmma_tile(128, 4, false, 2))};
+  CHECK(config_refusal(mixtral_bf16, bf16).find("whole_k is for") != std::string::npos);
+  MoeTileConfig mma{16, GemmTile{}, whole(GemmTile{})};
+  CHECK(config_refusal(qwen, mma).find("whole_k is for") != std::string::npos);
+  // Its own kernel; `exact` runs the promoted one, 128 wide.
+  TunedMoeOptions options;
+  options.config = MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 4, false, 2))};
+  auto gemm2_of = [&](MoeAccumulation accumulation) {
+    options.accumulation = accumulation;
+    auto variants = fused_moe_variants(mixtral, options, Arch{9, 0, true}, {4096});
+    REQUIRE_MESSAGE(static_cast<bool>(variants), llvm::toString(variants.takeError()));
+    for (const VariantRequest& r : *variants)
+      if (r.def.id.rfind("moe_wgmma2", 0) == 0)
+        return std::pair{r.def.id, r.values[4]}; // block_n
+    return std::pair{std::string(), int64_t{0}};
+  };
+  CHECK(gemm2_of(MoeAccumulation::e4m3) == std::pair{std::string("moe_wgmma2_e4m3w"), int64_t{256}});
+  CHECK(gemm2_of(MoeAccumulation::exact) == std::pair{std::string("moe_wgmma2_fp8"), int64_t{128}});
 }
 
 TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, is planned after "
