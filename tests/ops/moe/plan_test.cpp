@@ -24,10 +24,10 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   std::vector<std::string> kernels;
   for (const VariantRequest& r : all->variants())
     kernels.push_back(r.def.id);
-  // The table's Qwen3 T = 1024 GEMM1 runs on e4m3 tensor cores.
-  CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_wgmma1_e4m3",
+  // The table's Qwen3 T = 1024 GEMM1 accumulates e4m3 products over the whole K.
+  CHECK(kernels == std::vector<std::string>{"moe_route", "moe_align", "moe_wgmma1_e4m3w",
                                             "moe_wgmma2_fp8", "moe_reduce"});
-  // Exact accumulation: the same tile on f16 MMAs.
+  // Exact accumulation: the same GEMM1 tile on f16 MMAs.
   TunedMoeOptions exact = options;
   exact.accumulation = MoeAccumulation::exact;
   auto exact_plan = moe_detail::plan_fused_moe(qwen, 1024, sm90a, exact, MoeWeightLayout::row_major);
@@ -35,6 +35,7 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   CHECK(exact_plan->config.gemm1.block_n == all->config.gemm1.block_n);
   CHECK_FALSE(exact_plan->config.gemm1.e4m3);
   CHECK(exact_plan->variants()[2].def.id == "moe_wgmma1_fp8");
+  CHECK_FALSE(exact_plan->config.gemm1.whole_k);
   options.stages = moe_stage_gemm1 | moe_stage_gemm2;
   const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
   // A GEMM1 on an f16 copy of the tokens (swap-AB, two warpgroups) brings the copy kernel.
