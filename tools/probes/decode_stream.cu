@@ -7,12 +7,14 @@
 // CTA a contiguous run of them along K (as split-K would). Timed as the benchmark times the GEMMs:
 // a CUDA graph of back-to-back launches, each on the next of several copies of the weights (at
 // least 160 MB of them), so no launch finds its bytes in the 50 MB L2 (median of 5 replays, us a
-// launch). Also: the same bytes as two launches (GEMM1's rows, then GEMM2's), and an empty kernel
-// (the launch alone); and the same boxes from a packed copy (pieces of 32, 64 or 128 rows x 128
-// bytes, contiguous), through a rank-4 tensor map or by one bulk copy a piece (what the MoE GEMMs
-// do with packed weights). With the argument `large`, the reads of the larger
-// decode points (Mixtral T >= 16, DeepSeek T = 16) instead of T = 1's. Built by hand (ctest only
-// compiles it, label probes; running it needs a GPU):
+// launch). Also: the same bytes as two launches (GEMM1's rows, then GEMM2's), plain or the second
+// programmatic (PDL, its CTAs prefetching a ring's worth), or as one launch that consumes GEMM2's
+// rows only after a grid-wide count of GEMM1's (the dependency a one-launch decode kernel adds),
+// at T = 1 and T = 4 (T = 16 with `large`); an empty kernel (the launch alone); and the same
+// boxes from a packed copy (pieces of 32, 64 or 128 rows x 128 bytes, contiguous), through a
+// rank-4 tensor map or by one bulk copy a piece (what the MoE GEMMs do with packed weights). With
+// the argument `large`, the reads of the larger decode points (Mixtral T >= 16, DeepSeek and Qwen3
+// T = 16) instead. Built by hand (ctest only compiles it, label probes; running it needs a GPU):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
 //        -o decode_stream tools/probes/decode_stream.cu -L/usr/local/cuda/lib64/stubs -lcuda
 #include "probe_common.cuh"
@@ -47,9 +49,12 @@ struct Matrix {
 
 // A CTA's even share of `boxes` 16 KB boxes through a STAGES-deep ring: thread 0 requests box
 // `first + i` into stage address `dst` on barrier `bar` (request(dst, box, bar), which completes
-// the barrier's 16 KB), thread 32 releases each stage as soon as it lands.
-template <int STAGES, class Request>
-__device__ __forceinline__ void ring(long long boxes, Request&& request) {
+// the barrier's 16 KB), thread 32 releases each stage as soon as it lands (after gate()).
+struct NoGate {
+  __device__ void operator()() const {}
+};
+template <int STAGES, class Request, class Gate = NoGate>
+__device__ __forceinline__ void ring(long long boxes, Request&& request, Gate gate = {}) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;
@@ -68,6 +73,7 @@ __device__ __forceinline__ void ring(long long boxes, Request&& request) {
   } else if (threadIdx.x == 32) { // consumer
 #pragma unroll 1
     for (int i = 0; i < count; ++i) {
+      gate();
       const int s = i % STAGES;
       mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
       mbarrier_arrive(empty + 8 * s);
@@ -84,6 +90,83 @@ __global__ void __launch_bounds__(64, 1)
     tma_load_3d(dst, &map, bar, static_cast<int>(box % k_boxes) * 128,
                 static_cast<int>(box / k_boxes) * 128, 0);
   });
+}
+
+// GEMM1's rows, then GEMM2's, in one launch of co-resident CTAs (at most one a SM): each CTA
+// streams its share of GEMM1's boxes and then its share of GEMM2's through one ring, requesting
+// GEMM2's boxes as stages free up, but consuming them only once every CTA has consumed its GEMM1
+// share (a grid-wide count, as a one-launch decode kernel's GEMM2 would wait for the
+// intermediate). So the ring fills with GEMM2's first boxes while the slowest CTAs finish GEMM1.
+// `count` is never reset: each launch adds gridDim.x and waits for the next multiple of it.
+template <int STAGES>
+__global__ void __launch_bounds__(64, 1)
+    phased(const __grid_constant__ TmaDesc map1, const __grid_constant__ TmaDesc map2, int k1,
+           long long boxes1, int k2, long long boxes2, unsigned* count) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
+  const unsigned base = (shared_address(smem) + 1023) & ~1023u;
+  const unsigned full = shared_address(bars), empty = full + 8 * STAGES;
+  probes::init_stage_barriers(full, empty, STAGES, 1);
+  const long long first1 = boxes1 * blockIdx.x / gridDim.x;
+  const long long first2 = boxes2 * blockIdx.x / gridDim.x;
+  const int count1 = static_cast<int>(boxes1 * (blockIdx.x + 1) / gridDim.x - first1);
+  const int count2 = static_cast<int>(boxes2 * (blockIdx.x + 1) / gridDim.x - first2);
+  if (threadIdx.x == 0) { // producer
+#pragma unroll 1
+    for (int i = 0; i < count1 + count2; ++i) {
+      const int s = i % STAGES;
+      mbarrier_wait(empty + 8 * s, ((i / STAGES) & 1) ^ 1);
+      mbarrier_arrive_expect_tx(full + 8 * s, k_box_bytes);
+      const bool second = i >= count1;
+      const long long box = second ? first2 + i - count1 : first1 + i;
+      const int k_boxes = second ? k2 : k1;
+      tma_load_3d(base + s * k_box_bytes, second ? &map2 : &map1, full + 8 * s,
+                  static_cast<int>(box % k_boxes) * 128, static_cast<int>(box / k_boxes) * 128, 0);
+    }
+  } else if (threadIdx.x == 32) { // consumer
+#pragma unroll 1
+    for (int i = 0; i < count1 + count2; ++i) {
+      if (i == count1) { // GEMM1's share consumed: count it, then wait for every CTA's
+        unsigned old;
+        asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                     : "=r"(old)
+                     : "l"(count)
+                     : "memory");
+        const unsigned target = (old / gridDim.x + 1) * gridDim.x;
+        unsigned seen;
+#pragma unroll 1
+        do {
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
+        } while (static_cast<int>(seen - target) < 0);
+      }
+      const int s = i % STAGES;
+      mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
+      mbarrier_arrive(empty + 8 * s);
+    }
+  }
+}
+
+// The ring of stream(), launched programmatically after the GEMM1 launch: GEMM1's CTAs allow
+// the launch at their start (ROLE 1), GEMM2's (ROLE 2) request their first STAGES boxes at once
+// and consume them only after griddepcontrol.wait (GEMM1's grid done), as the GEMMs' producers
+// prefetch weights. GEMM2's CTAs can start only where a GEMM1 CTA leaves room on its SM.
+template <int STAGES, int ROLE>
+__global__ void __launch_bounds__(64, 1)
+    stream_pdl(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes) {
+  if constexpr (ROLE == 1)
+    grid_launch_dependents();
+  bool waited = ROLE == 1;
+  ring<STAGES>(
+      boxes,
+      [&](unsigned dst, long long box, unsigned bar) {
+        tma_load_3d(dst, &map, bar, static_cast<int>(box % k_boxes) * 128,
+                    static_cast<int>(box / k_boxes) * 128, 0);
+      },
+      [&] {
+        if (!waited)
+          grid_dependency_wait();
+        waited = true;
+      });
 }
 
 // The same bytes as contiguous 16 KB pieces (one cp.async.bulk each, no tensor map): whether the
@@ -338,8 +421,72 @@ void two(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g
               cudaGetErrorString(cudaGetLastError()));
 }
 
+// GEMM1's rows then GEMM2's in one launch of `ctas` CTAs of STAGES stages (phased: GEMM2's
+// boxes consumed after a grid-wide count). `count`: a device word this zeroes first.
+template <int STAGES>
+void one_phased(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2, int ctas,
+                unsigned* count) {
+  const long long copy = round_up(g1.bytes()) + round_up(g2.bytes());
+  const std::vector<TmaDesc> m1 = encode(buffer, copy, g1),
+                             m2 = encode(buffer, copy, g2, round_up(g1.bytes()));
+  cudaMemset(count, 0, sizeof(unsigned));
+  const double us = graph_us([&](int i, cudaStream_t s) {
+    phased<STAGES><<<ctas, 64, ring_smem(STAGES), s>>>(
+        m1[i % m1.size()], m2[i % m2.size()], static_cast<int>(g1.row_bytes / 128), g1.boxes(),
+        static_cast<int>(g2.row_bytes / 128), g2.boxes(), count);
+  });
+  const double floor_time = floor_us(g1.bytes() + g2.bytes());
+  std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d, one launch, GEMM2 after a grid-wide count: "
+              "%6.2f us, floor %5.2f us (%.2f)  (%s)\n",
+              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, STAGES, us, floor_time, floor_time / us,
+              cudaGetErrorString(cudaGetLastError()));
+}
+
+// GEMM1's rows on `ctas` CTAs of S1 stages, then GEMM2's on `ctas` CTAs of S2 stages launched
+// programmatically (stream_pdl).
+template <int S1, int S2>
+void two_pdl(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2, int ctas) {
+  const long long copy = round_up(g1.bytes()) + round_up(g2.bytes());
+  const std::vector<TmaDesc> m1 = encode(buffer, copy, g1),
+                             m2 = encode(buffer, copy, g2, round_up(g1.bytes()));
+  const double us = graph_us([&](int i, cudaStream_t s) {
+    stream_pdl<S1, 1><<<ctas, 64, ring_smem(S1), s>>>(
+        m1[i % m1.size()], static_cast<int>(g1.row_bytes / 128), g1.boxes());
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(ctas);
+    config.blockDim = dim3(64);
+    config.dynamicSmemBytes = ring_smem(S2);
+    config.stream = s;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    cudaLaunchKernelEx(&config, stream_pdl<S2, 2>, m2[i % m2.size()],
+                       static_cast<int>(g2.row_bytes / 128), g2.boxes());
+  });
+  const double floor_time = floor_us(g1.bytes() + g2.bytes());
+  std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d+%2d, two launches, the second programmatic: "
+              "%6.2f us, floor %5.2f us (%.2f)  (%s)\n",
+              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, S1, S2, us, floor_time,
+              floor_time / us, cudaGetErrorString(cudaGetLastError()));
+}
+
+// A layer's two weight streams three ways: two launches, the second programmatic, and one
+// phased launch; `ctas` CTAs (the SMs) of STAGES stages, or twice as many of half as many.
+void launch_forms(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2,
+                  int sms, unsigned* count) {
+  two<8>(name, buffer, g1, g2, sms);
+  two_pdl<8, 4>(name, buffer, g1, g2, sms);
+  two_pdl<6, 6>(name, buffer, g1, g2, sms);
+  two_pdl<4, 4>(name, buffer, g1, g2, 2 * sms);
+  one_phased<8>(name, buffer, g1, g2, sms, count);
+  one_phased<12>(name, buffer, g1, g2, sms, count);
+  one_phased<4>(name, buffer, g1, g2, 2 * sms, count);
+}
+
 // T = 1, top-8: the bytes a fused decode kernel would have to stream.
-void decode_t1(CUdeviceptr buffer, int sms, unsigned* sink) {
+void decode_t1(CUdeviceptr buffer, int sms, unsigned* sink, unsigned* count) {
   // Eight experts' rows. Qwen3-30B-A3B: GEMM1 8 x 1536 rows of 2048 bytes, GEMM2 8 x 2048 rows
   // of 768; DeepSeek-V3 TP8: GEMM1 8 x 512 rows of 7168, GEMM2 8 x 7168 rows of 256. The pair's
   // bytes as one matrix of the same row length as GEMM1's (one launch over both).
@@ -378,13 +525,20 @@ void decode_t1(CUdeviceptr buffer, int sms, unsigned* sink) {
   two<12>("qwen3 T=1 GEMM1, GEMM2", buffer, q1, q2, sms);
   two<8>("deepseek T=1 GEMM1,2", buffer, d1, d2, sms);
   two<12>("deepseek T=1 GEMM1,2", buffer, d1, d2, sms);
+  // Two launches against one: T = 1, and T = 4's mean experts (Qwen3 29, DeepSeek 31).
+  launch_forms("qwen3 T=1 GEMM1,2", buffer, q1, q2, sms, count);
+  launch_forms("deepseek T=1 GEMM1,2", buffer, d1, d2, sms, count);
+  launch_forms("qwen3 T=4 GEMM1,2", buffer, Matrix{29 * 1536, 2048}, Matrix{29 * 2048, 768}, sms,
+               count);
+  launch_forms("deepseek T=4 GEMM1,2", buffer, Matrix{31 * 512, 7168}, Matrix{31 * 7168, 256},
+               sms, count);
 }
 
 // The decode points whose GEMMs stream at 0.89-0.96 of the floor, 1-4 % short of the peer:
 // Mixtral-8x7B at T = 16 and 64 (all 8 experts: GEMM1 8 x 28672 rows of 4096 bytes, GEMM2
 // 8 x 4096 rows of 14336) and DeepSeek-V3 TP8 at T = 16 (the benchmark's routing hits 106
 // experts: GEMM1 106 x 512 rows of 7168 bytes, GEMM2 106 x 7168 rows of 256).
-void decode_large(CUdeviceptr buffer, int sms, unsigned* sink) {
+void decode_large(CUdeviceptr buffer, int sms, unsigned* sink, unsigned* count) {
   const Matrix m1{229376, 4096}, m2{32768, 14336};
   const Matrix d1{54272, 7168}, d2{759808, 256};
   for (const auto& [name, m] :
@@ -413,6 +567,11 @@ void decode_large(CUdeviceptr buffer, int sms, unsigned* sink) {
   two<8>("mixtral T>=16 GEMM1,2", buffer, m1, m2, sms);
   two<4>("deepseek T=16 GEMM1,2", buffer, d1, d2, 2 * sms);
   two<8>("deepseek T=16 GEMM1,2", buffer, d1, d2, sms);
+  launch_forms("mixtral T>=16 GEMM1,2", buffer, m1, m2, sms, count);
+  launch_forms("deepseek T=16 GEMM1,2", buffer, d1, d2, sms, count);
+  // Qwen3 T = 16's mean experts (82).
+  launch_forms("qwen3 T=16 GEMM1,2", buffer, Matrix{82 * 1536, 2048}, Matrix{82 * 2048, 768}, sms,
+               count);
 }
 
 // No argument: the T = 1 reads; `large`: the larger decode points'.
@@ -430,8 +589,17 @@ int main(int argc, char** argv) {
   allow_smem<2>(bulk_pieces<2>);
   allow_smem<4>(bulk_pieces<4>);
   allow_smem<8>(bulk_pieces<8>);
-  unsigned* sink;
+  allow_smem<4>(phased<4>);
+  allow_smem<8>(phased<8>);
+  allow_smem<12>(phased<12>);
+  allow_smem<4>(stream_pdl<4, 1>);
+  allow_smem<6>(stream_pdl<6, 1>);
+  allow_smem<8>(stream_pdl<8, 1>);
+  allow_smem<4>(stream_pdl<4, 2>);
+  allow_smem<6>(stream_pdl<6, 2>);
+  unsigned *sink, *count;
   cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(unsigned));
+  cudaMalloc(reinterpret_cast<void**>(&count), sizeof(unsigned));
   // The copies of every matrix below (the large ones: one copy of Mixtral's 1.41 GB, which no
   // launch finds in L2 either).
   const size_t buffer_bytes = large ? size_t{1536} << 20 : size_t{512} << 20;
@@ -441,8 +609,8 @@ int main(int argc, char** argv) {
   const double empty_us = graph_us([&](int, cudaStream_t s) { empty_kernel<<<sms, 64, 0, s>>>(); });
   std::printf("empty kernel, %d CTAs: %.2f us a launch\n", sms, empty_us);
   if (large)
-    decode_large(buffer, sms, sink);
+    decode_large(buffer, sms, sink, count);
   else
-    decode_t1(buffer, sms, sink);
+    decode_t1(buffer, sms, sink, count);
   return 0;
 }
