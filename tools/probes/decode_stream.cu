@@ -47,33 +47,31 @@ struct Matrix {
   long long boxes() const { return rows / 128 * (row_bytes / 128); }
 };
 
-// A CTA's even share of `boxes` 16 KB boxes through a STAGES-deep ring: thread 0 requests box
-// `first + i` into stage address `dst` on barrier `bar` (request(dst, box, bar), which completes
-// the barrier's 16 KB), thread 32 releases each stage as soon as it lands (after gate()).
+// A CTA's `count` 16 KB boxes through a STAGES-deep ring: thread 0 requests box i into stage
+// address `dst` on barrier `bar` (request(dst, i, bar), which completes the barrier's 16 KB),
+// thread 32 releases each stage as soon as it lands, after gate(i).
 struct NoGate {
-  __device__ void operator()() const {}
+  __device__ void operator()(int) const {}
 };
 template <int STAGES, class Request, class Gate = NoGate>
-__device__ __forceinline__ void ring(long long boxes, Request&& request, Gate gate = {}) {
+__device__ __forceinline__ void ring_of(int count, Request&& request, Gate gate = {}) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
   const unsigned base = (shared_address(smem) + 1023) & ~1023u;
   const unsigned full = shared_address(bars), empty = full + 8 * STAGES;
   probes::init_stage_barriers(full, empty, STAGES, 1);
-  const long long first = boxes * blockIdx.x / gridDim.x;
-  const int count = static_cast<int>(boxes * (blockIdx.x + 1) / gridDim.x - first);
   if (threadIdx.x == 0) { // producer
 #pragma unroll 1
     for (int i = 0; i < count; ++i) {
       const int s = i % STAGES;
       mbarrier_wait(empty + 8 * s, ((i / STAGES) & 1) ^ 1);
       mbarrier_arrive_expect_tx(full + 8 * s, k_box_bytes);
-      request(base + s * k_box_bytes, first + i, full + 8 * s);
+      request(base + s * k_box_bytes, i, full + 8 * s);
     }
   } else if (threadIdx.x == 32) { // consumer
 #pragma unroll 1
     for (int i = 0; i < count; ++i) {
-      gate();
+      gate(i);
       const int s = i % STAGES;
       mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
       mbarrier_arrive(empty + 8 * s);
@@ -81,18 +79,40 @@ __device__ __forceinline__ void ring(long long boxes, Request&& request, Gate ga
   }
 }
 
+// The CTA's first box and number of boxes in an even share of `boxes` over the grid.
+__device__ __forceinline__ long long share_first(long long boxes) {
+  return boxes * blockIdx.x / gridDim.x;
+}
+__device__ __forceinline__ int share_count(long long boxes) {
+  return static_cast<int>(boxes * (blockIdx.x + 1) / gridDim.x - share_first(boxes));
+}
+
+// The CTA's even share of `boxes` through the ring: request(dst, box, bar) for box
+// share_first(boxes) + i.
+template <int STAGES, class Request, class Gate = NoGate>
+__device__ __forceinline__ void ring(long long boxes, Request&& request, Gate gate = {}) {
+  const long long first = share_first(boxes);
+  ring_of<STAGES>(
+      share_count(boxes), [&](unsigned dst, int i, unsigned bar) { request(dst, first + i, bar); },
+      gate);
+}
+
 // The weight rows as the GEMMs' producers read them: box (row block box / k_boxes, 128 bytes
 // of K at box % k_boxes), through the tensor map.
+__device__ __forceinline__ void load_box(unsigned dst, const TmaDesc* map, unsigned bar,
+                                         long long box, int k_boxes) {
+  tma_load_3d(dst, map, bar, static_cast<int>(box % k_boxes) * 128,
+              static_cast<int>(box / k_boxes) * 128, 0);
+}
 template <int STAGES>
 __global__ void __launch_bounds__(64, 1)
     stream(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes) {
   ring<STAGES>(boxes, [&](unsigned dst, long long box, unsigned bar) {
-    tma_load_3d(dst, &map, bar, static_cast<int>(box % k_boxes) * 128,
-                static_cast<int>(box / k_boxes) * 128, 0);
+    load_box(dst, &map, bar, box, k_boxes);
   });
 }
 
-// GEMM1's rows, then GEMM2's, in one launch of co-resident CTAs (at most one a SM): each CTA
+// GEMM1's rows, then GEMM2's, in one launch of CTAs all resident at once: each CTA
 // streams its share of GEMM1's boxes and then its share of GEMM2's through one ring, requesting
 // GEMM2's boxes as stages free up, but consuming them only once every CTA has consumed its GEMM1
 // share (a grid-wide count, as a one-launch decode kernel's GEMM2 would wait for the
@@ -102,48 +122,31 @@ template <int STAGES>
 __global__ void __launch_bounds__(64, 1)
     phased(const __grid_constant__ TmaDesc map1, const __grid_constant__ TmaDesc map2, int k1,
            long long boxes1, int k2, long long boxes2, unsigned* count) {
-  extern __shared__ __align__(1024) unsigned char smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
-  const unsigned base = (shared_address(smem) + 1023) & ~1023u;
-  const unsigned full = shared_address(bars), empty = full + 8 * STAGES;
-  probes::init_stage_barriers(full, empty, STAGES, 1);
-  const long long first1 = boxes1 * blockIdx.x / gridDim.x;
-  const long long first2 = boxes2 * blockIdx.x / gridDim.x;
-  const int count1 = static_cast<int>(boxes1 * (blockIdx.x + 1) / gridDim.x - first1);
-  const int count2 = static_cast<int>(boxes2 * (blockIdx.x + 1) / gridDim.x - first2);
-  if (threadIdx.x == 0) { // producer
-#pragma unroll 1
-    for (int i = 0; i < count1 + count2; ++i) {
-      const int s = i % STAGES;
-      mbarrier_wait(empty + 8 * s, ((i / STAGES) & 1) ^ 1);
-      mbarrier_arrive_expect_tx(full + 8 * s, k_box_bytes);
-      const bool second = i >= count1;
-      const long long box = second ? first2 + i - count1 : first1 + i;
-      const int k_boxes = second ? k2 : k1;
-      tma_load_3d(base + s * k_box_bytes, second ? &map2 : &map1, full + 8 * s,
-                  static_cast<int>(box % k_boxes) * 128, static_cast<int>(box / k_boxes) * 128, 0);
-    }
-  } else if (threadIdx.x == 32) { // consumer
-#pragma unroll 1
-    for (int i = 0; i < count1 + count2; ++i) {
-      if (i == count1) { // GEMM1's share consumed: count it, then wait for every CTA's
-        unsigned old;
+  const long long first1 = share_first(boxes1), first2 = share_first(boxes2);
+  const int count1 = share_count(boxes1);
+  ring_of<STAGES>(
+      count1 + share_count(boxes2),
+      [&](unsigned dst, int i, unsigned bar) {
+        if (i < count1)
+          load_box(dst, &map1, bar, first1 + i, k1);
+        else
+          load_box(dst, &map2, bar, first2 + i - count1, k2);
+      },
+      [&](int i) {
+        if (i != count1)
+          return;
+        // GEMM1's share consumed: count it, then wait for every CTA's.
+        unsigned old, seen;
         asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
                      : "=r"(old)
                      : "l"(count)
                      : "memory");
         const unsigned target = (old / gridDim.x + 1) * gridDim.x;
-        unsigned seen;
 #pragma unroll 1
         do {
           asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
         } while (static_cast<int>(seen - target) < 0);
-      }
-      const int s = i % STAGES;
-      mbarrier_wait(full + 8 * s, (i / STAGES) & 1);
-      mbarrier_arrive(empty + 8 * s);
-    }
-  }
+      });
 }
 
 // The ring of stream(), launched programmatically after the GEMM1 launch: GEMM1's CTAs allow
@@ -155,17 +158,12 @@ __global__ void __launch_bounds__(64, 1)
     stream_pdl(const __grid_constant__ TmaDesc map, int k_boxes, long long boxes) {
   if constexpr (ROLE == 1)
     grid_launch_dependents();
-  bool waited = ROLE == 1;
   ring<STAGES>(
       boxes,
-      [&](unsigned dst, long long box, unsigned bar) {
-        tma_load_3d(dst, &map, bar, static_cast<int>(box % k_boxes) * 128,
-                    static_cast<int>(box / k_boxes) * 128, 0);
-      },
-      [&] {
-        if (!waited)
+      [&](unsigned dst, long long box, unsigned bar) { load_box(dst, &map, bar, box, k_boxes); },
+      [](int i) {
+        if (ROLE == 2 && i == 0)
           grid_dependency_wait();
-        waited = true;
       });
 }
 
@@ -468,14 +466,14 @@ void two_pdl(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matri
   const double floor_time = floor_us(g1.bytes() + g2.bytes());
   std::printf("%-22s %6.1f MB  ctas=%3d stages=%2d+%2d, two launches, the second programmatic: "
               "%6.2f us, floor %5.2f us (%.2f)  (%s)\n",
-              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, S1, S2, us, floor_time,
-              floor_time / us, cudaGetErrorString(cudaGetLastError()));
+              name, (g1.bytes() + g2.bytes()) / 1e6, ctas, S1, S2, us, floor_time, floor_time / us,
+              cudaGetErrorString(cudaGetLastError()));
 }
 
 // A layer's two weight streams three ways: two launches, the second programmatic, and one
 // phased launch; `ctas` CTAs (the SMs) of STAGES stages, or twice as many of half as many.
-void launch_forms(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2,
-                  int sms, unsigned* count) {
+void launch_forms(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2, int sms,
+                  unsigned* count) {
   two<8>(name, buffer, g1, g2, sms);
   two_pdl<8, 4>(name, buffer, g1, g2, sms);
   two_pdl<6, 6>(name, buffer, g1, g2, sms);
@@ -530,8 +528,8 @@ void decode_t1(CUdeviceptr buffer, int sms, unsigned* sink, unsigned* count) {
   launch_forms("deepseek T=1 GEMM1,2", buffer, d1, d2, sms, count);
   launch_forms("qwen3 T=4 GEMM1,2", buffer, Matrix{29 * 1536, 2048}, Matrix{29 * 2048, 768}, sms,
                count);
-  launch_forms("deepseek T=4 GEMM1,2", buffer, Matrix{31 * 512, 7168}, Matrix{31 * 7168, 256},
-               sms, count);
+  launch_forms("deepseek T=4 GEMM1,2", buffer, Matrix{31 * 512, 7168}, Matrix{31 * 7168, 256}, sms,
+               count);
 }
 
 // The decode points whose GEMMs stream at 0.89-0.96 of the floor, 1-4 % short of the peer:
