@@ -27,18 +27,16 @@
 
 using namespace specjit_kernels;
 
+using probes::floor_us;
+using probes::graph_us;
+using probes::rotation_copies;
+using probes::share_count;
+using probes::share_first;
+
 constexpr int k_box_bytes = 128 * 128;
-constexpr int k_launches = 30;                  // a graph
-constexpr long long k_rotation = 160 << 20;     // the bytes the copies of a matrix span at least
-constexpr double k_floor_bytes_per_us = 4.46e6; // the benchmark's floor rate, 4.46 TB/s
 
 // Dynamic shared memory of a ring of `stages` boxes (and the 1024-byte alignment slack).
 constexpr int ring_smem(int stages) { return stages * k_box_bytes + 1024; }
-// Copies of copy_bytes each that span at least k_rotation bytes.
-long long rotation_copies(long long copy_bytes) {
-  return (k_rotation + copy_bytes - 1) / copy_bytes;
-}
-double floor_us(long long bytes) { return bytes / k_floor_bytes_per_us; }
 
 // One weight matrix: rows x row_bytes (row_bytes a multiple of 128, rows of 128).
 struct Matrix {
@@ -77,14 +75,6 @@ __device__ __forceinline__ void ring_of(int count, Request&& request, Gate gate 
       mbarrier_arrive(empty + 8 * s);
     }
   }
-}
-
-// The CTA's first box and number of boxes in an even share of `boxes` over the grid.
-__device__ __forceinline__ long long share_first(long long boxes) {
-  return boxes * blockIdx.x / gridDim.x;
-}
-__device__ __forceinline__ int share_count(long long boxes) {
-  return static_cast<int>(boxes * (blockIdx.x + 1) / gridDim.x - share_first(boxes));
 }
 
 // The CTA's even share of `boxes` through the ring: request(dst, box, bar) for box
@@ -223,41 +213,6 @@ __global__ void __launch_bounds__(512) loads(const uint4* source, long long word
 }
 
 __global__ void empty_kernel() {}
-
-// us a launch: the median over 5 replays of a graph of k_launches launches of `enqueue(i, s)`.
-template <class Enqueue> double graph_us(Enqueue&& enqueue) {
-  cudaStream_t stream;
-  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
-  for (int i = 0; i < k_launches; ++i)
-    enqueue(i, stream);
-  cudaStreamEndCapture(stream, &graph);
-  cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphLaunch(exec, stream); // warm up
-  cudaStreamSynchronize(stream);
-  std::vector<double> us;
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int r = 0; r < 5; ++r) {
-    cudaEventRecord(start, stream);
-    cudaGraphLaunch(exec, stream);
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    us.push_back(ms * 1e3 / k_launches);
-  }
-  std::sort(us.begin(), us.end());
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  return us[2];
-}
 
 // Maps of consecutive copies of m from `base` on (`offset` bytes into each copy), spanning at
 // least k_rotation bytes; launch i reads copy i % size().

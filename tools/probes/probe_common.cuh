@@ -1,12 +1,14 @@
 // Scaffolding the probes in tools/probes share: a TMA tensor map in the MoE GEMMs' layout, a
-// stage ring's barriers, a timed launch and the mean of the per-CTA cycle counts the probe
-// kernels record.
+// stage ring's barriers, a timed launch, the mean of the per-CTA cycle counts the probe kernels
+// record, a CTA's even share of the grid's work, and the benchmark's way of timing a launch
+// (graph replay over rotating copies of the weights) with its floor rate.
 #pragma once
 
 #include "common/wgmma.cuh"
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -69,6 +71,62 @@ __device__ inline void init_stage_barriers(unsigned full, unsigned empty, int st
     specjit_kernels::mbarrier_init_fence();
   }
   __syncthreads();
+}
+
+// A CTA's even share of `items` over the grid: its first item and how many.
+__device__ __forceinline__ long long share_first(long long items) {
+  return items * blockIdx.x / gridDim.x;
+}
+__device__ __forceinline__ int share_count(long long items) {
+  return static_cast<int>(items * (blockIdx.x + 1) / gridDim.x - share_first(items));
+}
+
+// Timing as the benchmark times the GEMMs: a CUDA graph of k_launches launches, each on the next
+// of several copies of its weights, which together span at least k_rotation bytes, so that no
+// launch finds its bytes in the 50 MB L2; the floor at the benchmark's 4.46 TB/s.
+inline constexpr int k_launches = 30;
+inline constexpr long long k_rotation = 160 << 20;
+inline constexpr double k_floor_bytes_per_us = 4.46e6;
+
+// Copies of copy_bytes each that span at least k_rotation bytes.
+inline long long rotation_copies(long long copy_bytes) {
+  return (k_rotation + copy_bytes - 1) / copy_bytes;
+}
+inline double floor_us(long long bytes) { return bytes / k_floor_bytes_per_us; }
+
+// us a launch: the median over 5 replays of a graph of k_launches launches of `enqueue(i, s)`.
+template <class Enqueue> double graph_us(Enqueue&& enqueue) {
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  for (int i = 0; i < k_launches; ++i)
+    enqueue(i, stream);
+  cudaStreamEndCapture(stream, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, stream); // warm up
+  cudaStreamSynchronize(stream);
+  std::vector<double> us;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (int r = 0; r < 5; ++r) {
+    cudaEventRecord(start, stream);
+    cudaGraphLaunch(exec, stream);
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    us.push_back(ms * 1e3 / k_launches);
+  }
+  std::sort(us.begin(), us.end());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  return us[2];
 }
 
 } // namespace probes
