@@ -7,7 +7,7 @@
 // GEMM2's (slot, output row) rows evenly; each streams its share as contiguous bulk copies
 // (cp.async.bulk: a stage is up to 16 KB of whole rows, GEMM1's gate rows and their up rows
 // together) through one ring, GEMM2's weights as soon as stages free up. At one token a row is a
-// dot product, so the consumers are CUDA cores: four warps take the stages in turn, a row to
+// dot product, so the consumers are CUDA cores: 4 or 8 warps take the stages in turn, a row to
 // `lanes` lanes (Rows), e4m3 -> f16 -> f32 exactly, fp32 sums, then GEMM1's epilogue (SiLU(gate)
 // * up, e4m3 of value / a2 into the intermediate) or GEMM2's (times the router weight, bf16 per
 // slot). A warp's first GEMM2 stage of a slot waits until every CTA has written that slot's
@@ -35,10 +35,11 @@ using namespace specjit_kernels;
 using probes::share_count;
 using probes::share_first;
 
-constexpr int k_slots = 8;                    // T = 1, top 8: slot j runs expert j
-constexpr int k_warps = 4;                    // consumer warps
-constexpr int k_threads = 32 * (k_warps + 1); // and the producer warp
-constexpr int k_stage_bytes = 16384;          // of whole rows
+constexpr int k_slots = 8;           // T = 1, top 8: slot j runs expert j
+constexpr int k_stage_bytes = 16384; // of whole rows
+
+// WARPS consumer warps and the producer warp.
+template <int WARPS> inline constexpr int k_threads = 32 * (WARPS + 1);
 
 // A row of K e4m3 bytes: `vectors` 16-byte pieces, `lanes` lanes a row (the largest power of two
 // up to 32 dividing `vectors`), `per_lane` pieces a lane, `rows_a_step` rows a warp at a time.
@@ -265,8 +266,9 @@ template <int H, int STAGES> constexpr int layer_smem() {
   return STAGES * k_stage_bytes + H * 4 + 128;
 }
 
-template <int H, int N, int STAGES>
-__global__ void __launch_bounds__(k_threads, 1) fused_layer(const __grid_constant__ LayerArgs a) {
+template <int H, int N, int STAGES, int WARPS>
+__global__ void __launch_bounds__(k_threads<WARPS>, 1)
+    fused_layer(const __grid_constant__ LayerArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
   __shared__ unsigned generation;
@@ -283,7 +285,7 @@ __global__ void __launch_bounds__(k_threads, 1) fused_layer(const __grid_constan
     generation = atomicAdd(a.counts, 1u) / gridDim.x;
   }
   // The token, as f32 in the layout gemm1_stage reads.
-  for (int j = static_cast<int>(threadIdx.x); j < H / 16; j += k_threads) {
+  for (int j = static_cast<int>(threadIdx.x); j < H / 16; j += k_threads<WARPS>) {
     const U32x4 v = load_streaming(a.hidden + 16 * j);
     const unsigned words[4] = {v.x, v.y, v.z, v.w};
     for (int w = 0; w < 4; ++w) {
@@ -296,7 +298,7 @@ __global__ void __launch_bounds__(k_threads, 1) fused_layer(const __grid_constan
   __syncthreads();
   Pieces<H, N> pieces;
   Piece p;
-  if (warp == k_warps) { // producer
+  if (warp == WARPS) { // producer
     if (lane != 0)
       return;
 #pragma unroll 1
@@ -325,7 +327,7 @@ __global__ void __launch_bounds__(k_threads, 1) fused_layer(const __grid_constan
   int x_slot = -1;
 #pragma unroll 1
   for (int i = 0; pieces.next(p); ++i) {
-    if (i % k_warps != warp)
+    if (i % WARPS != warp)
       continue;
     const int s = i % STAGES;
     if (p.gemm2 && p.slot != x_slot) {
@@ -396,7 +398,8 @@ unsigned char random_e4m3(std::mt19937& rng) {
   return static_cast<unsigned char>((r & 0x80) | ((4 + (r >> 8) % 7) << 3) | ((r >> 16) & 7));
 }
 
-template <int H, int N, int STAGES> bool run(const char* name, int sms) {
+template <int H, int N, int STAGES, int WARPS> bool run(const char* name, int sms) {
+  constexpr int threads = k_threads<WARPS>;
   const long long w13_bytes = 1LL * k_slots * 2 * N * H, w2_bytes = 1LL * k_slots * H * N;
   const long long copy = w13_bytes + w2_bytes, copies = probes::rotation_copies(copy);
   std::mt19937 rng(std::random_device{}());
@@ -464,16 +467,16 @@ template <int H, int N, int STAGES> bool run(const char* name, int sms) {
                  d_out,
                  d_counts};
   constexpr int smem = layer_smem<H, STAGES>();
-  cudaFuncSetAttribute(fused_layer<H, N, STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       smem);
+  cudaFuncSetAttribute(fused_layer<H, N, STAGES, WARPS>,
+                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   int resident = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, fused_layer<H, N, STAGES>, k_threads,
-                                                smem);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, fused_layer<H, N, STAGES, WARPS>,
+                                                threads, smem);
   if (resident < 1) {
     std::printf("%s: the kernel does not fit on a SM (%d bytes of shared memory)\n", name, smem);
     return false;
   }
-  fused_layer<H, N, STAGES><<<sms, k_threads, smem>>>(args);
+  fused_layer<H, N, STAGES, WARPS><<<sms, threads, smem>>>(args);
   const cudaError_t error = cudaDeviceSynchronize();
   std::vector<unsigned char> intermediate(k_slots * N);
   std::vector<unsigned short> out(k_slots * H);
@@ -528,12 +531,12 @@ template <int H, int N, int STAGES> bool run(const char* name, int sms) {
       LayerArgs launch = args;
       launch.w13 = d_buffer + (i % copies) * copy;
       launch.w2 = launch.w13 + w13_bytes;
-      fused_layer<H, N, STAGES><<<sms, k_threads, smem, s>>>(launch);
+      fused_layer<H, N, STAGES, WARPS><<<sms, threads, smem, s>>>(launch);
     });
     const double floor_time = probes::floor_us(copy);
-    std::printf("%s: %d CTAs, %d stages of %d KB: %.2f us a layer (GEMM1 + GEMM2), floor %.2f us "
-                "(%.2f)  (%s)\n",
-                name, sms, STAGES, k_stage_bytes / 1024, us, floor_time, floor_time / us,
+    std::printf("%s: %d CTAs of %d consumer warps, %d stages of %d KB: %.2f us a layer (GEMM1 + "
+                "GEMM2), floor %.2f us (%.2f)  (%s)\n",
+                name, sms, WARPS, STAGES, k_stage_bytes / 1024, us, floor_time, floor_time / us,
                 cudaGetErrorString(cudaGetLastError()));
   }
   cudaFree(d_buffer);
@@ -550,9 +553,11 @@ int main() {
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   bool ok = true;
   // Qwen3-30B-A3B: H = 2048, I = 768; DeepSeek-V3 TP8: H = 7168, I = 256 a shard.
-  ok &= run<2048, 768, 8>("qwen3 T=1", sms);
-  ok &= run<2048, 768, 12>("qwen3 T=1", sms);
-  ok &= run<7168, 256, 8>("deepseek T=1", sms);
-  ok &= run<7168, 256, 12>("deepseek T=1", sms);
+  ok &= run<2048, 768, 8, 4>("qwen3 T=1", sms);
+  ok &= run<2048, 768, 12, 4>("qwen3 T=1", sms);
+  ok &= run<2048, 768, 12, 8>("qwen3 T=1", sms);
+  ok &= run<7168, 256, 8, 4>("deepseek T=1", sms);
+  ok &= run<7168, 256, 12, 4>("deepseek T=1", sms);
+  ok &= run<7168, 256, 12, 8>("deepseek T=1", sms);
   return ok ? 0 : 1;
 }
