@@ -120,6 +120,23 @@ llvm::Error check_grids(const MoePlan& p) {
   return llvm::Error::success();
 }
 
+// The tiles of `config` as exact accumulation runs them. Every FP8 GEMM1 tile converts to f16,
+// which keeps an f16 copy of its B operand in shared memory: a tile tuned for e4m3 MMAs may then
+// not fit, and runs with the most stages that do. GEMM2 promotes once a stage, as the exact
+// path's bound was measured; its 256-wide tiles only fit unpromoted, so they run 128 wide.
+void exact_tiles(const MoeShape& s, const Arch& arch, MoeTileConfig& config) {
+  GemmTile& g1 = config.gemm1;
+  g1.e4m3 = g1.whole_k = g1.sorted_tokens = false;
+  const unsigned max_shared =
+      static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
+  while (g1.stages > 2 && moe_gemm_shared_bytes(config.block_m, g1, s.dtype, 1) > max_shared)
+    --g1.stages;
+  GemmTile& g2 = config.gemm2;
+  if (g2.whole_k && !g2.swap_ab && g2.block_n == 256)
+    g2.block_n = 128;
+  g2.whole_k = false;
+}
+
 } // namespace
 
 llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
@@ -144,14 +161,10 @@ llvm::Expected<MoePlan> plan_fused_moe(const MoeShape& s, int64_t tokens,
       return resolved.takeError();
     p.config = resolved->config;
   }
-  if (options.accumulation == MoeAccumulation::exact) { // every GEMM1 tile then converts to f16
-    p.config.gemm1.e4m3 = p.config.gemm1.whole_k = p.config.gemm1.sorted_tokens = false;
-    // and GEMM2 promotes once a stage, as the exact path's bound was measured; the 256-wide
-    // tiles only fit unpromoted, so they run as 128-wide ones.
-    GemmTile& g2 = p.config.gemm2;
-    if (g2.whole_k && !g2.swap_ab && g2.block_n == 256)
-      g2.block_n = 128;
-    g2.whole_k = false;
+  if (options.accumulation == MoeAccumulation::exact) {
+    exact_tiles(s, arch, p.config);
+    if (auto err = check_moe_config(s, p.config, arch))
+      return err;
   }
   p.blocks =
       ceil_div(moe_max_padded(tokens * s.top_k, s.experts, p.config.block_m), p.config.block_m);

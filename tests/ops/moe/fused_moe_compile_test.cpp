@@ -6,8 +6,10 @@
 #include "engine_fixture.h"
 #include "moe_test_support.h"
 
+#include "ops/moe/builtin_table.h"
 #include "ops/moe/detail.h"
 #include "ops/moe/fused_moe.h"
+#include "ops/moe/plan.h"
 #include "ops/moe/tuning.h"
 #include "runtime/engine.h"
 
@@ -334,6 +336,31 @@ TEST_CASE("FP8 GEMM2 over the whole K compiles without spills, 256 wide in the n
   };
   CHECK(gemm2_of(MoeAccumulation::e4m3) == std::pair{std::string("moe_wgmma2_e4m3w"), int64_t{256}});
   CHECK(gemm2_of(MoeAccumulation::exact) == std::pair{std::string("moe_wgmma2_fp8"), int64_t{128}});
+}
+
+TEST_CASE("the built-in table's 256-wide GEMM2 tiles compile clean as the 128-wide promoted ones "
+          "that exact accumulation runs") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  const DeviceFacts h200 = DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
+  TunedMoeOptions exact;
+  exact.accumulation = MoeAccumulation::exact;
+  int compiled = 0;
+  for (const MoeConfigEntry& entry : builtin_moe_config_table().entries) {
+    if (entry.weights != MoeWeightLayout::row_major)
+      continue;
+    for (const MoeConfigBucket& bucket : entry.buckets) {
+      if (bucket.config.gemm2.block_n != 256 || bucket.config.gemm2.swap_ab)
+        continue;
+      auto plan = moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact,
+                                             MoeWeightLayout::row_major);
+      REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
+      INFO(plan->config.describe());
+      CHECK(check_wgmma_variants_compile(engine, entry.shape, plan->config) == 2);
+      ++compiled;
+    }
+  }
+  CHECK(compiled >= 3); // Qwen3 T = 4096, Mixtral T = 1024 and 4096
 }
 
 TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, is planned after "

@@ -1,6 +1,7 @@
-// The fused MoE op's plan (ops/moe/plan.h): the stages' kernels in launch order, and the
-// launches it refuses, with no GPU. That it launches only what precompile prepares:
-// tests/deploy/manifest_moe_test.
+// The fused MoE op's plan (ops/moe/plan.h): the stages' kernels in launch order, the launches
+// it refuses, and the built-in table's tiles under exact accumulation, with no GPU. That it
+// launches only what precompile prepares: tests/deploy/manifest_moe_test.
+#include "ops/moe/builtin_table.h"
 #include "ops/moe/plan.h"
 
 #include "test_support.h"
@@ -74,4 +75,43 @@ TEST_CASE("planning refuses what the launch could not run, with no GPU") {
   REQUIRE_FALSE(static_cast<bool>(many));
   CHECK(llvm::toString(many.takeError()).find("at most 65535 with mma.sync tiles") !=
         std::string::npos);
+}
+
+TEST_CASE("every bucket of the built-in table plans under exact accumulation, on f16 GEMM1 MMAs "
+          "and a promoted GEMM2") {
+  const runtime::DeviceFacts h200 =
+      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
+  TunedMoeOptions exact;
+  exact.accumulation = MoeAccumulation::exact;
+  int rewritten = 0;
+  for (const MoeConfigEntry& entry : builtin_moe_config_table().entries)
+    for (const MoeConfigBucket& bucket : entry.buckets) {
+      INFO(bucket.max_tokens << " tokens: " << bucket.config.describe());
+      auto plan = moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact,
+                                             entry.weights);
+      REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
+      const MoeTileConfig& c = plan->config;
+      CHECK_FALSE(c.gemm1.e4m3);
+      CHECK_FALSE(c.gemm1.whole_k);
+      CHECK_FALSE(c.gemm1.sorted_tokens);
+      CHECK_FALSE(c.gemm2.whole_k);
+      // GEMM1 may lose stages to its f16 copy, a 256-wide normal GEMM2 runs 128 wide; the rest
+      // is the table's.
+      CHECK(c.block_m == bucket.config.block_m);
+      CHECK(c.gemm1.block_n == bucket.config.gemm1.block_n);
+      CHECK(c.gemm1.stages <= bucket.config.gemm1.stages);
+      CHECK(c.gemm1.stages >= 2);
+      CHECK(c.gemm2.stages == bucket.config.gemm2.stages);
+      CHECK(c.gemm2.tiles == bucket.config.gemm2.tiles);
+      if (c.gemm2.block_n != bucket.config.gemm2.block_n) {
+        CHECK(bucket.config.gemm2.block_n == 256);
+        CHECK(c.gemm2.block_n == 128);
+        ++rewritten;
+      }
+      for (const VariantRequest& r : plan->variants())
+        CHECK(r.def.id.find("e4m3") == std::string::npos);
+    }
+  // The table's 256-wide GEMM2 tiles: Qwen3 T = 4096, Mixtral T = 1024 and 4096, and their
+  // packed entries where they share the row-major tiles.
+  CHECK(rewritten >= 3);
 }
