@@ -103,7 +103,6 @@ bool grouping_matches(const std::vector<int32_t>& got, const reference::MoeGroup
 
 } // namespace
 
-
 // `handoff`, `order`: TunedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
 // times on the same workspace (poisoned before the first only), the output poisoned before each;
 // the calls after the first reuse the first's routing and grouping (GEMMs and reduction only, as
@@ -113,8 +112,8 @@ bool grouping_matches(const std::vector<int32_t>& got, const reference::MoeGroup
 // read (packed: the table's packed entries where it has them); the same tiles on the other layouts
 // must give the same output bytes.
 void run_model(const Model& model, Forced forced, MoeHandoff handoff, int calls,
-               MoeLaunchOrder order, const MoeConfigTable* table,
-               MoeWeightLayout weight_layout) {
+               MoeLaunchOrder order, const MoeConfigTable* table, MoeWeightLayout weight_layout,
+               MoeAccumulation accumulation) {
   const MoeShape& s = model.shape;
   const bool fp8 = s.dtype == MoeDType::fp8;
   const size_t elem = fp8 ? 1 : 2;
@@ -227,6 +226,7 @@ void run_model(const Model& model, Forced forced, MoeHandoff handoff, int calls,
     options.handoff = handoff;
     options.launch_order = order;
     options.table = table;
+    options.accumulation = accumulation;
     for (int call = 0; call < calls; ++call) {
       out_d.poison();
       options.stages =
@@ -331,9 +331,10 @@ void run_model(const Model& model, Forced forced, MoeHandoff handoff, int calls,
       sample.push_back(count == 1 ? 0 : i * (tokens - 1) / (count - 1));
     std::vector<float> got(count * s.hidden), emulated(count * s.hidden), exact(count * s.hidden);
     // FP8 GEMM1 on e4m3 tensor cores, or GEMM2 over the whole K: the accuracy rule against the
-    // layer's float64 truth.
+    // layer's float64 truth. Exact accumulation runs neither: the emulating reference's bound.
     const MoeTileConfig& run = resolved->config;
-    const bool e4m3 = fp8 && (run.gemm1.e4m3 || run.gemm2.whole_k);
+    const bool e4m3 =
+        fp8 && accumulation == MoeAccumulation::e4m3 && (run.gemm1.e4m3 || run.gemm2.whole_k);
     std::vector<float> truth(e4m3 ? count * s.hidden : 0);
     std::vector<std::thread> pool;
     for (int64_t i = 0; i < count; ++i)
@@ -359,8 +360,10 @@ void run_model(const Model& model, Forced forced, MoeHandoff handoff, int calls,
     const double vs_fp32 = relative_error(got, exact);
     MESSAGE(std::string(model.name)
             << " " << moe_dtype_name(s.dtype).str() << " T=" << tokens << " ("
-            << resolved->config.describe() << "): rel. error vs emulated " << vs_emulated
-            << ", vs fp32 " << vs_fp32 << " over " << count << " rows");
+            << resolved->config.describe()
+            << (accumulation == MoeAccumulation::exact ? ", exact accumulation" : "")
+            << "): rel. error vs emulated " << vs_emulated << ", vs fp32 " << vs_fp32 << " over "
+            << count << " rows");
     if (e4m3) {
       // No larger than 1.04 x the error of the re-quantizing reference, as the peer measured
       // (../shared/KERNELS.md: its error against truth is 1.004-1.018 x the emulating one's).

@@ -70,14 +70,16 @@ bool forced_selected(const char* family, MoeDType dtype);
 // The tiles `forced` runs at `tokens` (nullopt: the default rule's or the table's).
 std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Forced forced);
 
-// `handoff`, `order`: TunedMoeOptions::handoff, launch_order. `calls`: the layer runs that many
-// times on the same workspace; `table`: the configurations come from it, and T = 4000 runs too;
-// `weight_layout`: the layout of the weights the checked calls read (fused_moe_support.cpp).
+// `handoff`, `order`, `accumulation`: TunedMoeOptions::handoff, launch_order, accumulation.
+// `calls`: the layer runs that many times on the same workspace; `table`: the configurations come
+// from it, and T = 4000 runs too; `weight_layout`: the layout of the weights the checked calls
+// read (fused_moe_support.cpp).
 void run_model(const Model& model, Forced forced = Forced::none,
                MoeHandoff handoff = MoeHandoff::automatic, int calls = 1,
                MoeLaunchOrder order = MoeLaunchOrder::automatic,
                const MoeConfigTable* table = nullptr,
-               MoeWeightLayout weight_layout = MoeWeightLayout::row_major);
+               MoeWeightLayout weight_layout = MoeWeightLayout::row_major,
+               ops::MoeAccumulation accumulation = ops::MoeAccumulation::e4m3);
 
 // moe_align alone against the reference's grouping (fused_moe_support.cpp).
 void check_align(runtime::Engine& engine, int64_t experts, int64_t tokens, int64_t top_k,

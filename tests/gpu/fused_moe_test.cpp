@@ -88,6 +88,17 @@ TEST_CASE("the built-in H200 table's configuration is right in every bucket (FP8
   }
 }
 
+// The same table under exact accumulation: its e4m3 tiles run as f16 ones (with the stages that
+// fit beside the f16 copy of the weights), within the emulating reference's bound.
+TEST_CASE("the built-in H200 table is right under exact accumulation in every bucket (FP8, three "
+          "models)") {
+  if (!specjit::test::gpu_or_skip("fused_moe H200 table, exact accumulation"))
+    return;
+  for (const Model& model : {k_qwen, k_mixtral, k_deepseek})
+    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic,
+              &builtin_moe_config_table(), MoeWeightLayout::row_major, MoeAccumulation::exact);
+}
+
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {
   if (!specjit::test::gpu_or_skip("fused_moe bf16 deepseek"))
     return;

@@ -301,8 +301,10 @@ TEST_CASE("FP8 GEMM2 over the whole K compiles without spills, 256 wide in the n
   gemm1.e4m3 = gemm1.whole_k = true;
   // Normal 256 wide (several tiles a CTA, 3 and 4 stages) and 128 wide, swap-AB, dynamic.
   for (const auto& [shape, config] :
-       {std::pair{mixtral, MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 4, false, 2))}},
-        std::pair{qwen, MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 3, false, 2, 1, 4))}},
+       {std::pair{mixtral,
+                  MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 4, false, 2))}},
+        std::pair{qwen,
+                  MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(256, 3, false, 2, 1, 4))}},
         std::pair{deepseek,
                   MoeTileConfig{128, gemm1, whole(GemmTile::wgmma_tile(128, 4, false, 2, 1, 14))}},
         std::pair{qwen, MoeTileConfig{32, GemmTile::wgmma_tile(128, 4, true, 1),
@@ -334,7 +336,8 @@ TEST_CASE("FP8 GEMM2 over the whole K compiles without spills, 256 wide in the n
         return std::pair{r.def.id, r.values[4]}; // block_n
     return std::pair{std::string(), int64_t{0}};
   };
-  CHECK(gemm2_of(MoeAccumulation::e4m3) == std::pair{std::string("moe_wgmma2_e4m3w"), int64_t{256}});
+  CHECK(gemm2_of(MoeAccumulation::e4m3) ==
+        std::pair{std::string("moe_wgmma2_e4m3w"), int64_t{256}});
   CHECK(gemm2_of(MoeAccumulation::exact) == std::pair{std::string("moe_wgmma2_fp8"), int64_t{128}});
 }
 

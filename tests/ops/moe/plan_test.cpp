@@ -31,7 +31,8 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   // Exact accumulation: the same GEMM1 tile on f16 MMAs.
   TunedMoeOptions exact = options;
   exact.accumulation = MoeAccumulation::exact;
-  auto exact_plan = moe_detail::plan_fused_moe(qwen, 1024, sm90a, exact, MoeWeightLayout::row_major);
+  auto exact_plan =
+      moe_detail::plan_fused_moe(qwen, 1024, sm90a, exact, MoeWeightLayout::row_major);
   REQUIRE(static_cast<bool>(exact_plan));
   CHECK(exact_plan->config.gemm1.block_n == all->config.gemm1.block_n);
   CHECK_FALSE(exact_plan->config.gemm1.e4m3);
@@ -46,7 +47,8 @@ TEST_CASE("a plan names the kernels of the stages it runs, in launch order") {
   f16.gemm1.f16_tokens = true;
   f16.gemm2 = GemmTile::wgmma_tile(128, 4, false, 1);
   options.config = f16;
-  auto gemms = moe_detail::plan_fused_moe(deepseek, 1024, sm90a, options, MoeWeightLayout::row_major);
+  auto gemms =
+      moe_detail::plan_fused_moe(deepseek, 1024, sm90a, options, MoeWeightLayout::row_major);
   REQUIRE_MESSAGE(static_cast<bool>(gemms), llvm::toString(gemms.takeError()));
   options.config.reset();
   kernels.clear();
@@ -87,8 +89,8 @@ TEST_CASE("every bucket of the built-in table plans under exact accumulation, on
   for (const MoeConfigEntry& entry : builtin_moe_config_table().entries)
     for (const MoeConfigBucket& bucket : entry.buckets) {
       INFO(bucket.max_tokens << " tokens: " << bucket.config.describe());
-      auto plan = moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact,
-                                             entry.weights);
+      auto plan =
+          moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact, entry.weights);
       REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
       const MoeTileConfig& c = plan->config;
       CHECK_FALSE(c.gemm1.e4m3);
