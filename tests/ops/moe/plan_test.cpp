@@ -117,3 +117,31 @@ TEST_CASE("every bucket of the built-in table plans under exact accumulation, on
   // packed entries where they share the row-major tiles.
   CHECK(rewritten >= 3);
 }
+
+TEST_CASE("every token count from 1 to 8192 plans on the built-in table, both accumulations, "
+          "both weight layouts") {
+  const runtime::DeviceFacts h200 =
+      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
+  int failures = 0, planned = 0;
+  const auto& entries = builtin_moe_config_table().entries;
+  for (const MoeConfigEntry& entry : entries)
+    for (MoeAccumulation accumulation : {MoeAccumulation::e4m3, MoeAccumulation::exact}) {
+      TunedMoeOptions options;
+      options.accumulation = accumulation;
+      for (int64_t tokens = 1; tokens <= 8192; ++tokens) {
+        auto plan = moe_detail::plan_fused_moe(entry.shape, tokens, h200, options, entry.weights);
+        if (plan) {
+          ++planned;
+          continue;
+        }
+        if (++failures <= 5)
+          FAIL_CHECK(entry.shape.experts << " experts, " << tokens << " tokens, "
+                                         << moe_accumulation_name(accumulation).str() << ": "
+                                         << llvm::toString(plan.takeError()));
+        else
+          llvm::consumeError(plan.takeError());
+      }
+    }
+  CHECK(failures == 0);
+  CHECK(planned == static_cast<int>(entries.size()) * 2 * 8192);
+}
