@@ -67,8 +67,8 @@ TEST_CASE(
   llvm::json::Object second = cli.json({"precompile", "--manifest", k_manifest});
   CHECK(field(second, "compiled") == 0);
   CHECK(field(second, "reused") == 1);
-  const llvm::json::Object& row =
-      kernel_row(cli.json({"log", "--kernel", "app_scale"}), "app_scale");
+  const llvm::json::Object log = cli.json({"log", "--kernel", "app_scale"});
+  const llvm::json::Object& row = kernel_row(log, "app_scale");
   CHECK(field(row, "compiles") == 1);
   CHECK(field(row, "disk_hits") == 1);
   CHECK(field(row, "variants") == 1);

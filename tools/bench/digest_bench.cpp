@@ -163,8 +163,9 @@ int run_digest(int argc, char** argv) {
   }
   auto names = [&](const char* flag) {
     std::vector<std::string> out;
+    const std::string value = flags.get(flag, ""); // owns what `parts` points into
     llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(flags.get(flag, "")).split(parts, ',', -1, false);
+    llvm::StringRef(value).split(parts, ',', -1, false);
     for (llvm::StringRef part : parts)
       out.push_back(part.trim().str());
     return out;
