@@ -379,6 +379,11 @@ void two(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g
 template <int STAGES>
 void one_phased(const char* name, CUdeviceptr buffer, const Matrix& g1, const Matrix& g2, int ctas,
                 unsigned* count) {
+  // Every CTA counts itself at its first GEMM2 box, so each must have one (else: a hang).
+  if (g2.boxes() < ctas) {
+    std::printf("%-22s one launch: fewer GEMM2 boxes than %d CTAs, not run\n", name, ctas);
+    return;
+  }
   const long long copy = round_up(g1.bytes()) + round_up(g2.bytes());
   const std::vector<TmaDesc> m1 = encode(buffer, copy, g1),
                              m2 = encode(buffer, copy, g2, round_up(g1.bytes()));
