@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the benchmarks on a device host from a bundle made by
 # ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
-#   tools/gpu_run.sh [tests|split|bench|precompile|tp-startup|embed|all]
+#   tools/gpu_run.sh [tests|split|bench|precompile|tp-startup|embed|probes|all]
 # split: the GPU tests in eight parts side by side (tools/gpu_split.sh), a log each under $OUT;
 # the fused MoE cases' CPU references bound the suite, so this takes a fraction of `tests`.
 # embed: the C ABI's and user kernels' GPU tests, the C-ABI launch benchmark and the Python
 # package (tools/gpu_python.sh against the prefix in .gpu/prefix).
+# probes: the device probes of tools/probes, built here with nvcc (not part of `all`), a log each.
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -50,6 +51,21 @@ if [[ $what == embed || $what == all ]]; then
   "$bin/specjit-bench" capi --json "$out/capi-launch-h200.json" 2>&1
   SPECJIT_PREFIX=$PWD/.gpu/prefix OUT=$out/python C_BASELINE_JSON=$out/capi-launch-h200.json \
     tools/gpu_python.sh 2>&1 | tail -60
+fi
+if [[ $what == probes ]]; then
+  # The decode probes first (the one-launch question at T = 1-16), then the rest; each one's
+  # build and run in its own log, none stopping the others.
+  for probe in decode_fused decode_stream cvt_rate gemm2_loop tma_ingress wgmma_rate; do
+    for arg in "" $([[ $probe == decode_stream ]] && echo large); do
+      log="$out/probe-$probe${arg:+-$arg}.txt"
+      nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
+        -o "$out/$probe" "tools/probes/$probe.cu" -L/usr/local/cuda/lib64/stubs -lcuda \
+        >"$log" 2>&1 &&
+        timeout 300 "$out/$probe" $arg >>"$log" 2>&1
+      echo "$probe $arg: exit $?" | tee -a "$out/probes.txt"
+      rm -f "$out/$probe"
+    done
+  done
 fi
 if [[ $what == precompile || $what == all ]]; then
   # The built-in default manifest, and a 50-variant manifest, at -j1 and -j<cores>.

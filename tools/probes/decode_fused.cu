@@ -563,9 +563,11 @@ template <int H, int N, int STAGES, int WARPS> bool run(const char* name, int sm
   auto kernel = fused_layer<H, N, STAGES, WARPS>;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   int resident = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, smem);
-  if (resident < 1) {
-    std::printf("%s: the kernel does not fit on a SM (%d bytes of shared memory)\n", name, smem);
+  const cudaError_t fits =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, smem);
+  if (fits != cudaSuccess || resident < 1) {
+    std::printf("%s: the kernel does not fit on a SM (%d bytes of shared memory): %s\n", name, smem,
+                cudaGetErrorString(fits));
     return false;
   }
   const HostLayer host = make_layer(H, N);
