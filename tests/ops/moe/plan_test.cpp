@@ -119,29 +119,38 @@ TEST_CASE("every bucket of the built-in table plans under exact accumulation, on
 }
 
 TEST_CASE("every token count from 1 to 8192 plans on the built-in table, both accumulations, "
-          "both weight layouts") {
+          "both weight layouts, and on the default rule in bf16") {
   const runtime::DeviceFacts h200 =
       runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
+  // The table's entries (FP8, row-major and packed), then their shapes in bf16 (no entry: the
+  // default rule).
+  std::vector<std::pair<MoeShape, MoeWeightLayout>> cases;
+  for (const MoeConfigEntry& entry : builtin_moe_config_table().entries) {
+    cases.emplace_back(entry.shape, entry.weights);
+    MoeShape bf16 = entry.shape;
+    bf16.dtype = MoeDType::bf16;
+    cases.emplace_back(bf16, entry.weights);
+  }
   int failures = 0, planned = 0;
-  const auto& entries = builtin_moe_config_table().entries;
-  for (const MoeConfigEntry& entry : entries)
+  for (const auto& [shape, weights] : cases)
     for (MoeAccumulation accumulation : {MoeAccumulation::e4m3, MoeAccumulation::exact}) {
       TunedMoeOptions options;
       options.accumulation = accumulation;
       for (int64_t tokens = 1; tokens <= 8192; ++tokens) {
-        auto plan = moe_detail::plan_fused_moe(entry.shape, tokens, h200, options, entry.weights);
+        auto plan = moe_detail::plan_fused_moe(shape, tokens, h200, options, weights);
         if (plan) {
           ++planned;
           continue;
         }
         if (++failures <= 5)
-          FAIL_CHECK(entry.shape.experts << " experts, " << tokens << " tokens, "
-                                         << moe_accumulation_name(accumulation).str() << ": "
-                                         << llvm::toString(plan.takeError()));
+          FAIL_CHECK(shape.experts << " experts " << moe_dtype_name(shape.dtype).str() << ", "
+                                   << tokens << " tokens, "
+                                   << moe_accumulation_name(accumulation).str() << ": "
+                                   << llvm::toString(plan.takeError()));
         else
           llvm::consumeError(plan.takeError());
       }
     }
   CHECK(failures == 0);
-  CHECK(planned == static_cast<int>(entries.size()) * 2 * 8192);
+  CHECK(planned == static_cast<int>(cases.size()) * 2 * 8192);
 }
