@@ -201,10 +201,12 @@ __device__ __forceinline__ void load_intermediate(const LayerArgs& a, int slot, 
   unsigned seen;
   if (lane == 0) {
 #pragma unroll 1
-    for (;;) {
+    for (int polls = 0;; ++polls) {
       asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
       if (static_cast<int>(seen - target) >= 0)
         break;
+      if (polls == 1 << 24) // seconds: a lost count, not a slow CTA; fail the launch
+        __trap();
       __nanosleep(32);
     }
   }

@@ -133,9 +133,13 @@ __global__ void __launch_bounds__(64, 1)
                      : "memory");
         const unsigned target = (old / gridDim.x + 1) * gridDim.x;
 #pragma unroll 1
-        do {
+        for (int polls = 0;; ++polls) {
           asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(count) : "memory");
-        } while (static_cast<int>(seen - target) < 0);
+          if (static_cast<int>(seen - target) >= 0)
+            break;
+          if (polls == 1 << 26) // seconds: a lost count; fail the launch rather than hang
+            __trap();
+        }
       });
 }
 
