@@ -1,5 +1,5 @@
 // Helpers shared by the fused MoE tests that need no GPU (fused_moe_compile_test,
-// config_test, fused_moe_packed_test): compiling a configuration's wgmma variants, fake
+// fused_moe_e4m3_compile_test, config_test, fused_moe_packed_test): compiling a configuration's wgmma variants, fake
 // device arguments for host-side validation, and the table's JSON round trip.
 #pragma once
 
