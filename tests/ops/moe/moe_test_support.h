@@ -1,6 +1,7 @@
 // Helpers shared by the fused MoE tests that need no GPU (fused_moe_compile_test,
-// fused_moe_e4m3_compile_test, config_test, fused_moe_packed_test): compiling a configuration's wgmma variants, fake
-// device arguments for host-side validation, and the table's JSON round trip.
+// fused_moe_e4m3_compile_test, config_test, fused_moe_packed_test): compiling a configuration's
+// wgmma variants, fake device arguments for host-side validation, and the table's JSON round
+// trip.
 #pragma once
 
 #include "ops/moe/fused_moe.h"
