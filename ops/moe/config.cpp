@@ -195,9 +195,7 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   const int64_t per_tile = u.gated ? t.block_n / 2 : t.block_n;
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
-  // What a CTA may opt in to on the target's documented device (runtime/device_facts.h).
-  const unsigned max_shared =
-      static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
+  const unsigned max_shared = moe_shared_limit(arch);
   if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
                                            u.gated ? 1 : 2) > max_shared)
     why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
@@ -208,6 +206,10 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
 }
 
 } // namespace
+
+unsigned moe_shared_limit(const Arch& arch) {
+  return static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
+}
 
 llvm::StringRef moe_dtype_name(MoeDType dtype) { return dtype == MoeDType::fp8 ? "fp8" : "bf16"; }
 

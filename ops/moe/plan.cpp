@@ -127,9 +127,8 @@ llvm::Error check_grids(const MoePlan& p) {
 void exact_tiles(const MoeShape& s, const Arch& arch, MoeTileConfig& config) {
   GemmTile& g1 = config.gemm1;
   g1.e4m3 = g1.whole_k = g1.sorted_tokens = false;
-  const unsigned max_shared =
-      static_cast<unsigned>(runtime::DeviceFacts::for_target(arch).shared_per_block_optin);
-  while (g1.stages > 2 && moe_gemm_shared_bytes(config.block_m, g1, s.dtype, 1) > max_shared)
+  while (g1.stages > 2 &&
+         moe_gemm_shared_bytes(config.block_m, g1, s.dtype, 1) > moe_shared_limit(arch))
     --g1.stages;
   GemmTile& g2 = config.gemm2;
   if (g2.whole_k && !g2.swap_ab && g2.block_n == 256)
