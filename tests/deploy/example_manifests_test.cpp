@@ -1,11 +1,14 @@
 // The example manifests (docs/examples/manifests) without a GPU: every variant the three
 // reference models' manifests derive compiles for sm_90a with zero spills and no wgmma
-// serialization diagnostic (ptxas C7515) through the engine's prepare.
+// serialization diagnostic (ptxas C7515) through the engine's prepare, on row-major weights and
+// (the FP8 models, whose tables have packed entries) on packed ones.
 #include "engine_fixture.h"
 
 #include "deploy/manifest.h"
+#include "kernels_src/moe/gemm_args.h"
 #include "runtime/engine.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,18 +19,34 @@ using namespace specjit::test;
 
 namespace {
 
-std::vector<VariantRequest> manifest_requests(const std::string& name) {
+// The manifest's requests; with `packed`, its FP8 models on packed weights.
+std::vector<VariantRequest> manifest_requests(const std::string& name, bool packed) {
   const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/" + name;
-  auto requests = parse_manifest(test::read_file(path), path);
+  std::string text = test::read_file(path);
+  if (packed) {
+    const std::string fp8 = "\"dtype\": \"fp8\",";
+    const size_t at = text.find(fp8);
+    REQUIRE(at != std::string::npos);
+    text.insert(at + fp8.size(), " \"weights\": \"packed\",");
+  }
+  auto requests = parse_manifest(text, path);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
   return std::move(*requests);
 }
 
-void check_manifest_compiles(const std::string& name) {
+void check_manifest_compiles(const std::string& name, bool packed = false) {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  auto requests = manifest_requests(name);
+  auto requests = manifest_requests(name, packed);
   CHECK(requests.size() >= 5);
+  // A packed model's GEMMs read packed weights (the template value `weights`).
+  CHECK(std::any_of(requests.begin(), requests.end(), [](const VariantRequest& r) {
+          for (size_t i = 0; i < r.def.params.size(); ++i)
+            if (r.def.params[i].name == "weights" &&
+                r.values[i] != static_cast<int64_t>(specjit_kernels::MoeWeightReads::row_major_map))
+              return true;
+          return false;
+        }) == packed);
   for (const VariantRequest& request : requests) {
     auto id = engine.add_kernel(request.def);
     REQUIRE_MESSAGE(static_cast<bool>(id), llvm::toString(id.takeError()));
@@ -56,4 +75,12 @@ TEST_CASE("every variant of the Mixtral-8x7B manifest compiles for sm_90a withou
 
 TEST_CASE("every variant of the DeepSeek-V3 TP8 manifest compiles for sm_90a without spills") {
   check_manifest_compiles("deepseek-v3-tp8.json");
+}
+
+TEST_CASE("every variant of the three manifests' FP8 models on packed weights compiles for sm_90a "
+          "without spills") {
+  for (const char* name : {"qwen3-30b-a3b.json", "mixtral-8x7b.json", "deepseek-v3-tp8.json"}) {
+    INFO(name);
+    check_manifest_compiles(name, true);
+  }
 }
