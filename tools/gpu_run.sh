@@ -55,7 +55,7 @@ fi
 if [[ $what == probes ]]; then
   # The decode probes first (the one-launch question at T = 1-16), then the rest; each one's
   # build and run in its own log, none stopping the others.
-  for probe in decode_fused decode_stream cvt_rate gemm2_loop tma_ingress wgmma_rate; do
+  for probe in decode_stream cvt_rate gemm2_loop tma_ingress wgmma_rate; do
     for arg in "" $([[ $probe == decode_stream ]] && echo large); do
       log="$out/probe-$probe${arg:+-$arg}.txt"
       nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I kernels_src \
