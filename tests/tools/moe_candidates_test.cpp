@@ -71,8 +71,24 @@ TEST_CASE("every tuner candidate is a tile the runtime accepts, the rule's among
       // FP8 GEMM1 on the f16 copy of the tokens from 16 tokens an expert on.
       CHECK(any_gemm1(&GemmTile::f16_tokens) ==
             (s.dtype == MoeDType::fp8 && tokens * s.top_k >= 16 * s.experts));
-      // FP8 GEMM1 on e4m3 tensor cores at prefill (256 tokens and more) only.
-      CHECK(any_gemm1(&GemmTile::e4m3) == (s.dtype == MoeDType::fp8 && tokens >= 256));
+      // FP8 GEMM1 on e4m3 tensor cores over the whole K at every T, promoted at prefill (256
+      // tokens and more) only.
+      CHECK(any_gemm1(&GemmTile::whole_k) == (s.dtype == MoeDType::fp8));
+      CHECK(std::any_of(blocks.begin(), blocks.end(), [&](const auto& b) {
+              return std::any_of(b.gemm1.begin(), b.gemm1.end(),
+                                 [&](const GemmTile& t) { return t.e4m3 && !t.whole_k; });
+            }) == (s.dtype == MoeDType::fp8 && tokens >= 256));
+      // Every whole-K GEMM1 tile is the e4m3 twin of a tile also timed as it is, or of one the
+      // rules refuse (on f16 MMAs it needs the shared memory of the weights' f16 copy).
+      for (const auto& b : blocks)
+        for (const GemmTile& t : b.gemm1)
+          if (t.whole_k && !t.sorted_tokens) {
+            GemmTile plain = t;
+            plain.e4m3 = plain.whole_k = false;
+            llvm::Error refused = check_moe_gemm_tile(s, 1, b.block_m, plain, k_sm90a);
+            CHECK((has(b.gemm1, plain) || static_cast<bool>(refused)));
+            llvm::consumeError(std::move(refused));
+          }
       // ... and on the sorted e4m3 copy of the tokens for the top-2 models (Mixtral) there.
       CHECK(any_gemm1(&GemmTile::sorted_tokens) ==
             (s.dtype == MoeDType::fp8 && tokens >= 256 && s.top_k <= 2));
