@@ -22,6 +22,10 @@ using namespace specjit::runtime;
 using namespace specjit::ops;
 using namespace specjit::test;
 
+// The reference shapes in FP8 (../shared/KERNELS.md).
+const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+
 namespace {
 
 void check_rejected(const MoeArgs& args, const std::string& fragment) {
@@ -162,7 +166,6 @@ TEST_CASE("split-K, multi-tile and 256-wide variants compile for sm_90a without 
           "serialized wgmma") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   // Swap-AB split-K and tiles; normal-orientation tiles (FP8 GEMM1's half-step conversion,
   // GEMM2's e4m3 K loop); FP8 GEMM1 256 columns wide in one warpgroup and in two (registers
   // moved from the producers with setmaxnreg: at the even share it spills and serializes).
@@ -192,7 +195,6 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
   Engine engine(test::config_in(dir));
   // Both GEMMs, FP8 (GEMM1: f16 MMAs with register A; GEMM2: e4m3 promoted per stage) and bf16,
   // blocks of 8 and 32 tokens (narrower MMAs for partly filled blocks at every width).
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   const MoeShape mixtral_bf16{8, 2, 4096, 14336, MoeDType::bf16};
   for (const auto& [shape, config] :
        {std::pair{qwen, MoeTileConfig{8, stream_k_tile(128, 6), stream_k_tile(64, 6)}},
@@ -205,8 +207,6 @@ TEST_CASE("stream-K variants compile for sm_90a without spills or serialized wgm
 
 TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after the scratch: a "
           "row a token, or (top_k <= 2) a row a padded slot") {
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   MoeShape bf16 = qwen;
   bf16.dtype = MoeDType::bf16;
   for (int64_t tokens : {1, 1024, 4096}) {
@@ -229,7 +229,6 @@ TEST_CASE("the workspace holds the f16 copy of the tokens for FP8 shapes, after 
 
 TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue warps, when "
           "wanted and safe") {
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   const GemmTile normal2 = GemmTile::wgmma_tile(256, 3, false, 2); // 6 tiles, 8 warps each
   const GemmTile swap2 = GemmTile::wgmma_tile(128, 4, true, 2);    // 12 tiles, 4 warps (K split)
   const GemmTile packed = GemmTile::wgmma_tile(64, 4, true, 1);    // 24 tiles, 4 warps
@@ -272,8 +271,6 @@ TEST_CASE("the block hand-off's target: GEMM1's tiles a block times its epilogue
 
 TEST_CASE("the FP8 wgmma GEMMs run block-major with the hand-off and few experts of one block "
           "each") {
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
   // Mixtral T = 256: 512 routed tokens, 64 an expert, blocks of 128, the hand-off on:
   // block-major.
   CHECK(moe_detail::group_blocks(mixtral, 256, 128, true) == 1);

@@ -21,12 +21,15 @@ using namespace specjit::runtime;
 using namespace specjit::ops;
 using namespace specjit::test;
 
+// The reference shapes in FP8 (../shared/KERNELS.md).
+const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
+const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+
 TEST_CASE("GEMM1 on e4m3 tensor cores compiles for sm_90a without spills or serialized wgmma, "
           "and only for FP8 GEMM1 tiles that hold its registers") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   auto e4m3 = [](GemmTile t) {
     t.e4m3 = true;
     return t;
@@ -107,9 +110,6 @@ TEST_CASE("FP8 GEMM2 over the whole K compiles without spills, 256 wide in the n
           "orientation, is refused where it does not apply and runs promoted under exact") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
-  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
   auto whole = [](GemmTile t) {
     t.whole_k = true;
     return t;
@@ -188,8 +188,6 @@ TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, 
           "the copy, and only for e4m3 normal tiles of top-2 models") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  const MoeShape qwen{128, 8, 2048, 768, MoeDType::fp8};
-  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   auto sorted = [](GemmTile t, bool whole_k) {
     t.e4m3 = t.sorted_tokens = true;
     t.whole_k = whole_k;
