@@ -119,7 +119,7 @@ std::vector<MoeCandidateBlock> moe_candidates(const MoeShape& s, int64_t tokens,
       list.push_back(t);
   };
   // Every FP8 GEMM1 tile that reads the e4m3 tokens also on e4m3 tensor cores over the whole K
-  // (at decode it skips the weights' conversion: 2-4 % faster at T = 1 on the H200). At prefill
+  // (at decode it skips the weights' conversion: 1-4 % faster at T = 1 on the H200). At prefill
   // (256 tokens and more) also promoted once a stage (its rule refuses the tiles whose registers
   // would not hold it), and each of those also on the sorted e4m3 copy of the tokens where its
   // rule allows (the normal orientation, top_k <= 2). Every FP8 wgmma GEMM2 tile at prefill also
