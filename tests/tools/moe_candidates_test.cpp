@@ -141,7 +141,8 @@ TEST_CASE("the crossover families of tiles and configurations") {
   CHECK(std::string_view(bench::moe_family({64, normal, mma})) == "mma");
 }
 
-TEST_CASE("the tuner times together the two best of each GEMM and each family's best pair") {
+TEST_CASE("the tuner times together the two best of each GEMM, each family's and each "
+          "schedule's best") {
   const GemmTile s1 = GemmTile::wgmma_tile(128, 4, true, 1),
                  s2 = GemmTile::wgmma_tile(64, 4, true, 1);
   const GemmTile s3 = GemmTile::wgmma_tile(128, 6, true, 2);
@@ -162,6 +163,18 @@ TEST_CASE("the tuner times together the two best of each GEMM and each family's 
   for (const MoeTileConfig& c : want)
     CHECK_MESSAGE(std::count(pairs.begin(), pairs.end(), c) == 1, c.describe());
   CHECK(pairs.size() == 6);
+  // Each GEMM's best tile of a persistent schedule is timed with the other's best and with
+  // the other's best of that schedule, however far down the fixed routing ranked it.
+  GemmTile d1 = GemmTile::wgmma_tile(128, 6, true, 1), d2 = GemmTile::wgmma_tile(64, 6, true, 1);
+  d1.schedule = d2.schedule = MoeSchedule::dynamic;
+  GemmTile k1 = GemmTile::wgmma_tile(128, 4, true, 1);
+  k1.schedule = MoeSchedule::stream_k;
+  std::vector<MoeTileConfig> persistent;
+  bench::moe_tune_pairs(8, {s1, s2, n1, d1, k1}, {s2, s3, d2}, persistent);
+  for (const MoeTileConfig& c : std::vector<MoeTileConfig>{
+           {8, d1, s2}, {8, s1, d2}, {8, d1, d2}, {8, k1, s2}})
+    CHECK_MESSAGE(std::count(persistent.begin(), persistent.end(), c) == 1, c.describe());
+  CHECK(persistent.size() == 8); // the 4 crossed (GEMM2 has no normal tile), then the 4 above
   // A family missing from one GEMM has no pair; one tile per GEMM gives one pair.
   std::vector<MoeTileConfig> single;
   bench::moe_tune_pairs(8, {s1}, {n2}, single);

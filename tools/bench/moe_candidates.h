@@ -44,8 +44,10 @@ std::vector<ops::GemmTile> moe_read_forms(const ops::GemmTile& tile);
 std::vector<ops::MoeTileConfig> moe_read_forms(const ops::MoeTileConfig& config);
 
 // The pairs over block size `block_m` worth timing together, given each GEMM's tiles timed alone
-// and ranked fastest first: the two best of GEMM1 crossed with the two best of GEMM2, and the
-// best pair of each kernel family. Appended to `pairs`, without repeats. (Crossing the best 8
+// and ranked fastest first: the two best of GEMM1 crossed with the two best of GEMM2, the best
+// pair of each kernel family, and each GEMM's best tile of each schedule (fixed, dynamic,
+// stream-K) with the other GEMM's best and with its best of that schedule. Appended to `pairs`,
+// without repeats. (Crossing the best 8
 // of each GEMM with the best 2 of the other instead measured within 1.5 % at T = 1-256 on the
 // H200.)
 void moe_tune_pairs(int block_m, const std::vector<ops::GemmTile>& gemm1_ranked,
