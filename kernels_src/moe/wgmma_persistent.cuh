@@ -59,21 +59,62 @@ template <class G> __device__ __forceinline__ void moe_producers_sync() {
     named_barrier(8, G::k_producers);
 }
 
-// The persistent schedules' producer warps, when their next tile is of another token block than
-// the last (`rows_of`): GEMM1's gathered rows (a_rows, only theirs) for block m_block.
+// The persistent schedules' producer warps, when their next tile is of another group of token
+// blocks than the last (`rows_of`, the group's first block): GEMM1's gathered rows (a_rows, only
+// theirs, TOK a block) for blocks first .. first + count - 1.
 template <class G>
-__device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_of,
-                                                        const int* sorted_ids, int num_slots,
-                                                        int a_row_divisor, int* a_rows) {
+__device__ __forceinline__ void moe_producer_take_blocks(int first, int count, int& rows_of,
+                                                         const int* sorted_ids, int num_slots,
+                                                         int a_row_divisor, int* a_rows) {
   if constexpr (!G::k_a_tma) {
-    if (m_block == rows_of)
+    if (first == rows_of)
       return;
-    moe_producers_sync<G>(); // the previous block's copies are all issued
-    moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
-                                static_cast<int>(threadIdx.x) - G::k_consumers, G::k_producers);
+    moe_producers_sync<G>(); // the previous blocks' copies are all issued
+#pragma unroll 1
+    for (int i = 0; i < count; ++i)
+      moe_block_rows_by<G::k_tok>(sorted_ids, first + i, num_slots, a_row_divisor,
+                                  a_rows + i * G::k_tok, nullptr,
+                                  static_cast<int>(threadIdx.x) - G::k_consumers, G::k_producers);
     moe_producers_sync<G>();
-    rows_of = m_block;
+    rows_of = first;
   }
+}
+
+// The dynamic schedule's item `item` of blocks x tiles: its token block and tile, and the group
+// of consecutive token blocks it belongs to (first, count). Swap-AB: block-major, a group of one
+// block. Normal orientation: the fixed schedule's grouped order (moe_wgmma_setup), each tile for
+// `group` consecutive blocks (the last group: the blocks left), then the next tile, so the CTAs
+// in flight share each weight tile through L2; block-major, a prefill GEMM1 with over 100 tiles a
+// block would stream its expert's weights from HBM once for every block.
+struct MoeDynamicItem {
+  int m_block, tile, first, count;
+};
+template <class G>
+__device__ __forceinline__ MoeDynamicItem moe_dynamic_item(int item, int blocks, int group) {
+  constexpr int k_tiles = G::k_n / G::k_out_cols;
+  MoeDynamicItem it;
+  if constexpr (G::k_dynamic_group == 1) {
+    it.m_block = item / k_tiles;
+    it.tile = item % k_tiles;
+    it.first = it.m_block;
+    it.count = 1;
+  } else {
+    const int span = group * k_tiles, in = item % span;
+    it.first = item / span * group;
+    it.count = blocks - it.first < group ? blocks - it.first : group;
+    it.m_block = it.first + in % it.count;
+    it.tile = in / it.count;
+  }
+  return it;
+}
+// The group size the dynamic schedule runs with: the launch's group_blocks, within what the CTA
+// keeps indices for.
+template <class G> __device__ __forceinline__ int moe_dynamic_group(int group_blocks) {
+  if constexpr (G::k_dynamic_group == 1)
+    return 1;
+  else
+    return group_blocks < 1 ? 1 : group_blocks > G::k_dynamic_group ? G::k_dynamic_group
+                                                                    : group_blocks;
 }
 
 // The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
@@ -101,7 +142,8 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
     if (u >= begin + prefetched)
       load_weights(u);
     const MoeStreamStep<G> st(u);
-    moe_producer_take_block<G>(st.m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
+    moe_producer_take_blocks<G>(st.m_block, 1, rows_of, sorted_ids, num_slots, a_row_divisor,
+                                a_rows);
     moe_wait_rows(d, st.m_block, ready);
     moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
@@ -109,8 +151,8 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
   moe_dependence_end(d);
 }
 
-// The dynamic schedule: tiles (token block, tile; block-major) handed out one at a time from a
-// global counter, so CTAs that get more memory service take more tiles. The first producer
+// The dynamic schedule: tiles (token block, tile; in moe_dynamic_item's order) handed out one at
+// a time from a global counter, so CTAs that get more memory service take more tiles. The first producer
 // thread takes the next tile when the producers start loading it and publishes its index in a
 // ring of k_dynamic_ring entries, where the other producer threads read it too (the consumers
 // read it once the tile's first stage has landed: it is written before that thread's arrival
@@ -121,13 +163,15 @@ inline constexpr int k_dynamic_ring = 16; // > STAGES: the producer runs at most
 
 template <class G>
 __device__ __forceinline__ void
-moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile int* ring,
-                    const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
-                    int* a_rows, const int* sorted_ids, const int* expert_ids, int num_slots,
-                    int a_row_divisor, int w_row_half, const MoeDependence& d) {
+moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int blocks, int group,
+                    volatile int* ring, const MoeWeights& w_map, const unsigned char* a,
+                    const TmaDesc* a_map, int* a_rows, const int* sorted_ids,
+                    const int* expert_ids, int num_slots, int a_row_divisor, int w_row_half,
+                    const MoeDependence& d) {
   constexpr int k_tiles = G::k_n / G::k_out_cols;
+  const int items = blocks * k_tiles;
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
-  int kt = 0, rows_of = -1, ready = -1;
+  int kt = 0, rows_of = -1, ready = -1, ready_of = -1;
 #pragma unroll 1
   for (int t = 0;; ++t) {
     if (producer == 0) {
@@ -150,14 +194,21 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int items, volatile i
       }
       break;
     }
-    const int m_block = item / k_tiles, tile = item % k_tiles,
-              expert = moe_ldg(expert_ids + m_block);
-    moe_producer_take_block<G>(m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
+    const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
+    const int expert = moe_ldg(expert_ids + it.m_block);
+    moe_producer_take_blocks<G>(it.first, it.count, rows_of, sorted_ids, num_slots, a_row_divisor,
+                                a_rows);
+    const int* rows = a_rows + (it.m_block - it.first) * G::k_tok;
 #pragma unroll 1
     for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {
-      moe_load_weights<G>(b, w_map, kt, k * 128, tile * G::k_out_cols, expert, w_row_half);
-      moe_wait_rows(d, m_block, ready); // GEMM2: the stage's weights are requested before
-      moe_load_tokens<G>(b, a, a_map, a_rows, kt, k * 128, m_block);
+      moe_load_weights<G>(b, w_map, kt, k * 128, it.tile * G::k_out_cols, expert, w_row_half);
+      if (it.first != ready_of) { // GEMM2: the group's blocks, the stage's weights requested
+#pragma unroll 1
+        for (int i = 0; i < it.count; ++i)
+          moe_wait_rows(d, it.first + i, ready);
+        ready_of = it.first;
+      }
+      moe_load_tokens<G>(b, a, a_map, rows, kt, k * 128, it.m_block);
     }
   }
   cp_async_wait<0>(); // no copy outlives its thread

@@ -122,7 +122,8 @@ struct MoeWgmma {
   // GEMM1 (its epilogue borrows the stage memory, which the next tile's stages already fill).
   static constexpr bool k_stream_k = SCHEDULE == MoeSchedule::stream_k;
   // Dynamic: the same resident grid, each CTA taking whole tiles from a global counter as it
-  // frees up; same restrictions but no limit on TOK (nothing is split).
+  // frees up; swap-AB with stream-K's restrictions but no limit on TOK (nothing is split), or
+  // the normal orientation.
   static constexpr bool k_dynamic = SCHEDULE == MoeSchedule::dynamic;
 
   static_assert(k_k_bytes % (128 * SPLITK) == 0, "K must fill 128-byte rows in every split");
@@ -142,9 +143,12 @@ struct MoeWgmma {
   static_assert(!k_stream_k ||
                     (k_swap_ab && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
-  static_assert(!k_dynamic ||
-                    (k_swap_ab && (WGS == 1 || k_t16) && SPLITK == 1 && !(GATED && BW == 64)),
-                "dynamic: swap-AB, one warpgroup (f16 tokens: one or two), no split-K, not packed");
+  static_assert(!k_dynamic || (SPLITK == 1 && (!k_swap_ab || ((WGS == 1 || k_t16) &&
+                                                                !(GATED && BW == 64)))),
+                "dynamic: no split-K; swap-AB: one warpgroup (f16 tokens: one or two), not packed");
+  // Dynamic, normal orientation: the token blocks of one group of the grouped order whose
+  // indices the CTA keeps (moe_dynamic_item); swap-AB takes its items block-major, one block.
+  static constexpr int k_dynamic_group = k_dynamic && !k_swap_ab ? 8 : 1;
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");

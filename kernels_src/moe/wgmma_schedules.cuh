@@ -69,21 +69,34 @@ moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a
 }
 
 // The persistent schedules' consumers, when their next tile is of another token block than the
-// last: the block's slots (slot_of_row, the consumers' own copy), expert and used rows. Named
-// barrier 5 is theirs.
+// last: its slots, expert and used rows. The slots (slot_of_row, the consumers' own copy, TOK a
+// block) and experts (expert_of) are loaded for the block's whole group, blocks first .. first +
+// count - 1, when the group changes (`slots_of`, its first block); named barrier 5 is theirs.
 template <class G>
 __device__ __forceinline__ void
-moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
-                         const int* expert_ids, int num_slots, int* slot_of_row) {
-  if (m_block == b.m_block)
+moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, int first, int count, int& slots_of,
+                         const int* sorted_ids, const int* expert_ids, int num_slots,
+                         int* slot_of_row, int* expert_of) {
+  if (first != slots_of) {
+    named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
+    const int tid = static_cast<int>(threadIdx.x);
+#pragma unroll 1
+    for (int i = 0; i < count; ++i)
+      moe_block_rows_by<G::k_tok>(sorted_ids, first + i, num_slots, 0, nullptr,
+                                  slot_of_row + i * G::k_tok, tid, G::k_consumers);
+    if (tid < count)
+      expert_of[tid] = moe_ldg(expert_ids + first + tid);
+    named_barrier(5, G::k_consumers);
+    slots_of = first;
+  } else if (m_block == b.m_block) {
     return;
-  named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
-  moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
-                              static_cast<int>(threadIdx.x), G::k_consumers);
-  named_barrier(5, G::k_consumers);
+  }
   b.m_block = m_block;
-  b.expert = moe_ldg(expert_ids + m_block);
-  b.used_rows = moe_used_rows<G::k_tok>(slot_of_row);
+  b.slot_of_row = slot_of_row + (m_block - first) * G::k_tok;
+  b.expert = expert_of[m_block - first];
+  // As moe_wgmma_setup: swap-AB narrows its MMAs to the used rows, the normal orientation's
+  // warpgroups check their own (moe_rows_all_padding).
+  b.used_rows = G::k_swap ? moe_used_rows<G::k_tok>(b.slot_of_row) : G::k_tok;
 }
 
 // Stream-K (SCHEDULE stream_k): the CTA's steps [begin, end) (moe_stream_k_setup), tile by tile. A
@@ -114,15 +127,17 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
                             num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
+  __shared__ int expert_of[1];
   const int cta = static_cast<int>(blockIdx.x);
-  b.slot_of_row = slot_of_row;
   b.m_block = -1;
+  int slots_of = -1;
 #pragma unroll 1
   for (long long u = begin; u < end;) {
     const MoeStreamStep<G> st(u);
     const int k1 =
         static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
-    moe_consumers_take_block<G>(b, st.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
+    moe_consumers_take_block<G>(b, st.m_block, st.m_block, 1, slots_of, sorted_ids, expert_ids,
+                                num_slots, slot_of_row, expert_of);
     b.tile = st.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
@@ -135,27 +150,30 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
 }
 
 // Dynamic (SCHEDULE dynamic): a resident grid whose CTAs take whole tiles from a global
-// counter (moe_dynamic_produce); the consumers learn each tile from the producers' ring once its
-// first stage has landed, and stop at index -1. The f16-token GEMM1 too (two warpgroups, four
+// counter (moe_dynamic_produce), in moe_dynamic_item's order; the consumers learn each tile from
+// the producers' ring once its first stage has landed, and stop at index -1. In the normal
+// orientation a tile's epilogue runs while the producers fill the next tile's stages. The f16-token GEMM1 too (two warpgroups, four
 // producer warps): its one CTA an SM then streams weights across its tiles without a new CTA's
 // pipeline fill, and the SMs served faster take more tiles.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
                   const int* sorted_ids, const int* expert_ids, const int* num_post_padded,
-                  int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d,
-                  unsigned char* scratch, Epilogue&& epilogue) {
+                  int num_slots, int a_row_divisor, int w_row_half, int group_blocks,
+                  const MoeDependence& d, unsigned char* scratch, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
-  __shared__ int a_rows[G::k_tok];      // the producer's
-  __shared__ int slot_of_row[G::k_tok]; // the consumers'
+  constexpr int k_rows = G::k_dynamic_group * G::k_tok; // the indices of a group of blocks
+  __shared__ int a_rows[k_rows];                         // the producers'
+  __shared__ int slot_of_row[k_rows];                    // the consumers'
+  __shared__ int expert_of[G::k_dynamic_group];          // the consumers'
   __shared__ int ring[k_dynamic_ring];
-  constexpr int k_tiles = G::k_n / G::k_out_cols;
   MoeWgmmaBlock b;
   b.k_tile0 = 0;
   moe_pipeline_init<G>(smem, bars, b);
   __syncthreads();
-  const int items = moe_ldg(num_post_padded) / G::k_tok * k_tiles;
+  const int blocks = moe_ldg(num_post_padded) / G::k_tok;
+  const int group = moe_dynamic_group<G>(group_blocks);
   if (!d.depends) // GEMM1: GEMM2 may start now and stream its weights while this grid ends
     grid_launch_dependents();
   if (static_cast<int>(threadIdx.x) >= G::k_consumers) {
@@ -164,13 +182,13 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     int* counters = reinterpret_cast<int*>(scratch) + k_dynamic_counters + (d.depends ? 2 : 0);
     const MoeDependence dep =
         moe_producer_dependence<G>(d, num_post_padded, static_cast<int>(gridDim.x));
-    moe_dynamic_produce<G>(b, counters, items, ring, w_map, a, a_map, a_rows, sorted_ids,
+    moe_dynamic_produce<G>(b, counters, blocks, group, ring, w_map, a, a_map, a_rows, sorted_ids,
                            expert_ids, num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
   moe_consumer_starts<G>();
-  b.slot_of_row = slot_of_row;
   b.m_block = -1;
+  int slots_of = -1;
   const volatile int* published = ring;
 #pragma unroll 1
   for (int t = 0, kt = 0;; ++t, kt += G::k_k_tiles) {
@@ -178,9 +196,10 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     const int item = published[t % k_dynamic_ring];
     if (item < 0)
       break;
-    const int m_block = item / k_tiles;
-    moe_consumers_take_block<G>(b, m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
-    b.tile = item % k_tiles;
+    const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
+    moe_consumers_take_block<G>(b, it.m_block, it.first, it.count, slots_of, sorted_ids,
+                                expert_ids, num_slots, slot_of_row, expert_of);
+    b.tile = it.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
     epilogue(b, acc);
@@ -199,7 +218,7 @@ moe_wgmma_run(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_
                           a_row_divisor, w_row_half, d, scratch, epilogue);
   else if constexpr (G::k_dynamic)
     moe_wgmma_dynamic<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
-                         a_row_divisor, w_row_half, d, scratch, epilogue);
+                         a_row_divisor, w_row_half, group_blocks, d, scratch, epilogue);
   else
     moe_wgmma_main<G>(w_map, a, a_map, sorted_ids, expert_ids, num_post_padded, num_slots,
                       a_row_divisor, w_row_half, group_blocks, d, epilogue);

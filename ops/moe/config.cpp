@@ -150,8 +150,10 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return swap_ab_rule(t, u);
   if (t.f16_tokens)
     return "f16_tokens needs swap_ab";
-  if (t.split_k != 1 || t.persistent())
-    return "split_k, stream_k and dynamic need the swap-AB orientation";
+  if (t.split_k != 1 || t.stream_k())
+    return "split_k and stream_k need the swap-AB orientation";
+  if (t.dynamic() && t.tiles != 1)
+    return "dynamic takes its tiles one at a time: tiles 1";
   if (u.block_m != 64 * t.warpgroups)
     return fmt::format("the normal orientation needs block_m = 64 x warpgroups = {}",
                        64 * t.warpgroups);
@@ -196,8 +198,16 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
   const unsigned max_shared = moe_shared_limit(arch);
+  // The dynamic normal orientation also keeps a group of blocks' indices in static shared memory
+  // (k_dynamic_group_blocks); the other tiles' static indices fit in what the limit leaves.
+  const unsigned group_indices =
+      t.kernel == MoeGemmKernel::wgmma && t.dynamic() && !t.swap_ab
+          ? static_cast<unsigned>((8 * u.block_m + 4) * moe_detail::k_dynamic_group_blocks)
+          : 0u;
   if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
-                                           u.gated ? 1 : 2) > max_shared)
+                                           u.gated ? 1 : 2) +
+                             group_indices >
+                         max_shared)
     why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
     return llvm::Error::success();

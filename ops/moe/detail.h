@@ -118,6 +118,10 @@ int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
 // The grouped order's blocks per group; the fixed grid rounds its blocks up to a multiple of it
 // (wgmma_ctas), so that both orders' groups divide the grid.
 inline constexpr int k_grouped_blocks = 8;
+// The dynamic schedule's normal-orientation tiles take their tiles in the grouped order and keep
+// the indices of a group of up to this many blocks (MoeWgmma::k_dynamic_group in
+// kernels_src/moe/wgmma_pipeline.cuh).
+inline constexpr int k_dynamic_group_blocks = 8;
 
 // The call's slot order (moe_align): stable with a stream-K GEMM, whose sums' last bits depend
 // on the token block a row falls in; the other schedules compute each row alone, so their

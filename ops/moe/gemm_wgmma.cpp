@@ -180,8 +180,13 @@ unsigned WgmmaGemm::shared_bytes() const {
     const int row_bytes = 2 * output_columns();
     dynamic += static_cast<unsigned>(warpgroups * 4 * 16 * std::min(row_bytes, 128));
   }
-  // Static: the row and slot indices, two mbarriers per stage.
-  return shared_bytes_with_static(dynamic, 8u * block_m + 16u * stages);
+  return shared_bytes_with_static(dynamic, static_shared_bytes());
+}
+
+unsigned WgmmaGemm::static_shared_bytes() const {
+  const unsigned group =
+      schedule == MoeSchedule::dynamic && !swap_ab() ? unsigned{k_dynamic_group_blocks} : 1u;
+  return 8u * static_cast<unsigned>(block_m) * group + 4u * group + 16u * stages;
 }
 
 llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const WgmmaGemm& g,

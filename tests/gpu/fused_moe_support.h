@@ -41,6 +41,7 @@ enum class Forced {
   wgmma_split,
   wgmma_stream_k,
   wgmma_dynamic,
+  wgmma_dynamic_normal,
   wgmma_normal,
   wgmma_f16_tokens,
   wgmma_e4m3,
@@ -62,7 +63,7 @@ inline bool listed(const std::string& list, llvm::StringRef item) {
 }
 
 // The forced families of the "every GEMM kernel" case, by the names SPECJIT_FORCED_ONLY uses.
-inline constexpr int k_forced_family_count = 7;
+inline constexpr int k_forced_family_count = 8;
 extern const std::pair<Forced, const char*> k_forced_families[k_forced_family_count];
 // Whether SPECJIT_FORCED_ONLY (a comma-separated list of families and dtypes) selects them.
 bool forced_selected(const char* family, MoeDType dtype);

@@ -17,14 +17,19 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     if (s.dtype != MoeDType::fp8 || s.top_k > 2)
       return std::nullopt; // the sorted e4m3 copy is for top-2 FP8 models
     // GEMM1 on the sorted e4m3 copy of the tokens (normal orientation): 128 wide in one
-    // warpgroup over blocks of 64 (partly filled up to T = 200), 256 wide in two with two tiles
+    // warpgroup over blocks of 64 (partly filled up to T = 64), 256 wide in two with two tiles
     // a CTA at T = 1024; promoted at T = 3, 64 and 1024, over the whole K at T = 1, 16 and 200.
-    const bool wide = tokens >= 1024;
+    // At T = 200 the dynamic schedule, 256 wide in two warpgroups over blocks of 128 (partly
+    // filled: the second warpgroup's rows all padding in most blocks).
+    const bool wide = tokens >= 1024, dynamic = tokens == 200;
     MoeTileConfig c;
-    c.block_m = wide ? 128 : 64;
-    c.gemm1 = wide ? GemmTile::wgmma_tile(256, 4, false, 2, 1, 2)
-                   : GemmTile::wgmma_tile(128, 4, false, 1);
-    c.gemm2 = GemmTile::wgmma_tile(128, 4, false, wide ? 2 : 1);
+    c.block_m = wide || dynamic ? 128 : 64;
+    c.gemm1 = wide      ? GemmTile::wgmma_tile(256, 4, false, 2, 1, 2)
+              : dynamic ? GemmTile::wgmma_tile(256, 4, false, 2)
+                        : GemmTile::wgmma_tile(128, 4, false, 1);
+    c.gemm2 = GemmTile::wgmma_tile(128, 4, false, wide || dynamic ? 2 : 1);
+    if (dynamic)
+      c.gemm1.schedule = c.gemm2.schedule = MoeSchedule::dynamic;
     c.gemm1.e4m3 = c.gemm1.sorted_tokens = true;
     c.gemm1.whole_k = tokens == 1 || tokens == 16 || tokens == 200;
     return c;
@@ -76,6 +81,31 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     c.gemm1.e4m3 = true;
     c.gemm1.whole_k = forced == Forced::wgmma_e4m3w;
     c.gemm2.whole_k = gemm2_whole_k;
+    return c;
+  }
+  if (forced == Forced::wgmma_dynamic_normal) {
+    // The dynamic schedule in the normal orientation (tiles from a counter in the grouped
+    // order): one warpgroup (blocks of 64) at T = 1, 16 and 200, two (blocks of 128, 256-wide
+    // GEMM1 with registers moved from the gathering producers) at T = 3, 64 and 1024; FP8 GEMM1
+    // exact at T = 1 and 3, promoted at 64, over the whole K at 16, 200 and 1024; GEMM2 dynamic
+    // but at T = 200 (a fixed GEMM2 taking the dynamic GEMM1's blocks by the hand-off), over the
+    // whole K at 16 and 1024 (256 wide).
+    const bool fp8 = s.dtype == MoeDType::fp8;
+    const bool two = tokens == 3 || tokens == 64 || tokens == 1024;
+    MoeTileConfig c;
+    c.block_m = two ? 128 : 64;
+    c.gemm1 = GemmTile::wgmma_tile(two ? 256 : 128, two && tokens != 1024 ? 3 : 4, false,
+                                   two ? 2 : 1);
+    const bool wide2 = fp8 && tokens == 1024;
+    c.gemm2 = GemmTile::wgmma_tile(wide2 ? 256 : 128, wide2 ? 3 : 4, false, two ? 2 : 1);
+    c.gemm1.schedule = MoeSchedule::dynamic;
+    if (tokens != 200)
+      c.gemm2.schedule = MoeSchedule::dynamic;
+    if (fp8 && tokens != 1 && tokens != 3) {
+      c.gemm1.e4m3 = true;
+      c.gemm1.whole_k = tokens != 64;
+      c.gemm2.whole_k = tokens == 16 || tokens == 1024;
+    }
     return c;
   }
   if (forced == Forced::wgmma_f16_tokens) {
@@ -168,6 +198,7 @@ const std::pair<Forced, const char*> k_forced_families[k_forced_family_count] = 
     {Forced::wgmma_split, "split"},
     {Forced::wgmma_stream_k, "stream_k"},
     {Forced::wgmma_dynamic, "dynamic"},
+    {Forced::wgmma_dynamic_normal, "dynamic_normal"},
     {Forced::wgmma_normal, "normal"},
     {Forced::wgmma_f16_tokens, "f16_tokens"},
     {Forced::mma, "mma"}};

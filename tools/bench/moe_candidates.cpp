@@ -87,6 +87,15 @@ std::vector<GemmTile> normal_tiles(int gemm, int wg) {
       for (int tiles : {1, 2, 4})
         list.push_back(wgmma_tile(256, stages, false, wg, 1, tiles));
   }
+  // The dynamic schedule: a resident grid taking the tiles one at a time in the grouped order
+  // (no last round's tail, and the producers fill the next tile's stages during the epilogue).
+  const size_t fixed = list.size();
+  for (size_t i = 0; i < fixed; ++i)
+    if (list[i].tiles == 1) {
+      GemmTile t = list[i];
+      t.schedule = MoeSchedule::dynamic;
+      list.push_back(t);
+    }
   return list;
 }
 

@@ -135,8 +135,8 @@ TEST_CASE("split-K clusters: swap-AB only, K in whole stages per CTA, partials t
   bad = c;
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 2);
   bad.block_m = 128;
-  CHECK(config_refusal(qwen, bad).find(
-            "split_k, stream_k and dynamic need the swap-AB orientation") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+        std::string::npos);
   // The normal orientation takes several tiles per CTA (up to 64, any count that divides its
   // outputs' tiles: DeepSeek GEMM2's 56 tiles of 128 in CTAs of 14), whole tiles of its outputs.
   bad.gemm1 = GemmTile::wgmma_tile(128, 4, false, 2, 1, 4);  // 768 = 3 x 4 x 64
@@ -206,8 +206,8 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   CHECK(config_refusal(qwen, bad).find("stream_k needs one warpgroup") != std::string::npos);
   bad = MoeTileConfig{128, GemmTile::wgmma_tile(128, 4, false, 2), c.gemm2};
   bad.gemm1.schedule = MoeSchedule::stream_k;
-  CHECK(config_refusal(qwen, bad).find(
-            "split_k, stream_k and dynamic need the swap-AB orientation") != std::string::npos);
+  CHECK(config_refusal(qwen, bad).find("split_k and stream_k need the swap-AB orientation") !=
+        std::string::npos);
   bad = MoeTileConfig{16, GemmTile{64, 1, 4, 4}, GemmTile{64, 1, 4, 4}};
   bad.gemm2.schedule = MoeSchedule::stream_k;
   CHECK(config_refusal(qwen, bad).find(
@@ -225,6 +225,23 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   bad = d;
   bad.gemm1.block_n = 64;
   CHECK(config_refusal(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
+  // The normal orientation takes the dynamic schedule too, one tile at a time, with room in
+  // shared memory for a group of blocks' indices beside its stages.
+  MoeTileConfig n{128, GemmTile::wgmma_tile(256, 4, false, 2), GemmTile::wgmma_tile(128, 4, false, 2)};
+  n.gemm1.e4m3 = n.gemm1.whole_k = true;
+  n.gemm1.schedule = n.gemm2.schedule = MoeSchedule::dynamic;
+  CHECK(config_refusal(qwen, n).empty());
+  CHECK(n.describe() == "m128 g1[wgmma n256 g2 s4 dyn e4m3w] g2[wgmma n128 g2 s4 dyn]");
+  bad = n;
+  bad.gemm2.tiles = 4;
+  CHECK(config_refusal(qwen, bad).find("dynamic takes its tiles one at a time") !=
+        std::string::npos);
+  bad = n;
+  bad.gemm1.block_n = 128; // 7 stages of 32 KiB and 1 KiB of alignment fit, the indices not
+  bad.gemm1.stages = 7;
+  CHECK(config_refusal(qwen, bad).find("KiB of shared memory") != std::string::npos);
+  bad.gemm1.schedule = MoeSchedule::fixed;
+  CHECK(config_refusal(qwen, bad).empty());
   table.entries[0].buckets.push_back({256, d});
   CHECK(round_trip_json(table).find("\"dynamic\":true") != std::string::npos);
   CHECK(table_error(text, "\"stream_k\":true", "\"stream_k\":1")

@@ -249,3 +249,35 @@ TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens compiles without spills, 
                                          GemmTile::wgmma_tile(128, 4, false, 2)})
           .find(rule) != std::string::npos);
 }
+
+TEST_CASE("the dynamic schedule in the normal orientation compiles without spills or serialized "
+          "wgmma, in every GEMM1 precision and for GEMM2") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  auto dynamic = [](GemmTile t, bool e4m3 = false, bool whole_k = false, bool sorted = false) {
+    t.schedule = MoeSchedule::dynamic;
+    t.e4m3 = e4m3;
+    t.whole_k = whole_k;
+    t.sorted_tokens = sorted;
+    return t;
+  };
+  const MoeShape qwen_bf16{128, 8, 2048, 768, MoeDType::bf16};
+  // Two warpgroups 256 wide (registers moved from the gathering producers, or from the one that
+  // loads the sorted copy), one warpgroup 128 wide; GEMM1 over the whole K, promoted and exact
+  // (the f16 copy of the weights); GEMM2 promoted and over the whole K (256 wide); bf16.
+  for (const auto& [shape, config] :
+       {std::pair{qwen, MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true),
+                                      dynamic(GemmTile::wgmma_tile(128, 4, false, 2))}},
+        std::pair{mixtral,
+                  MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true, true),
+                                dynamic(GemmTile::wgmma_tile(256, 3, false, 2), false, true)}},
+        std::pair{deepseek, MoeTileConfig{64, dynamic(GemmTile::wgmma_tile(128, 4, false, 1), true),
+                                          dynamic(GemmTile::wgmma_tile(128, 4, false, 1))}},
+        std::pair{qwen, MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 3, false, 2)),
+                                      dynamic(GemmTile::wgmma_tile(128, 4, false, 2))}},
+        std::pair{qwen_bf16, MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 3, false, 2)),
+                                           dynamic(GemmTile::wgmma_tile(128, 4, false, 2))}}}) {
+    INFO(config.describe());
+    CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
+  }
+}
