@@ -113,8 +113,9 @@ template <class G> __device__ __forceinline__ int moe_dynamic_group(int group_bl
   if constexpr (G::k_dynamic_group == 1)
     return 1;
   else
-    return group_blocks < 1 ? 1 : group_blocks > G::k_dynamic_group ? G::k_dynamic_group
-                                                                    : group_blocks;
+    return group_blocks < 1                    ? 1
+           : group_blocks > G::k_dynamic_group ? G::k_dynamic_group
+                                               : group_blocks;
 }
 
 // The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
@@ -152,9 +153,9 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
 }
 
 // The dynamic schedule: tiles (token block, tile; in moe_dynamic_item's order) handed out one at
-// a time from a global counter, so CTAs that get more memory service take more tiles. The first producer
-// thread takes the next tile when the producers start loading it and publishes its index in a
-// ring of k_dynamic_ring entries, where the other producer threads read it too (the consumers
+// a time from a global counter, so CTAs that get more memory service take more tiles. The first
+// producer thread takes the next tile when the producers start loading it and publishes its index
+// in a ring of k_dynamic_ring entries, where the other producer threads read it too (the consumers
 // read it once the tile's first stage has landed: it is written before that thread's arrival
 // on the stage's `full` barrier). With no tile left the producers complete the next stage's
 // `full` phase without data under index -1, which ends the consumers. The last CTA done resets
@@ -165,9 +166,8 @@ template <class G>
 __device__ __forceinline__ void
 moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int blocks, int group,
                     volatile int* ring, const MoeWeights& w_map, const unsigned char* a,
-                    const TmaDesc* a_map, int* a_rows, const int* sorted_ids,
-                    const int* expert_ids, int num_slots, int a_row_divisor, int w_row_half,
-                    const MoeDependence& d) {
+                    const TmaDesc* a_map, int* a_rows, const int* sorted_ids, const int* expert_ids,
+                    int num_slots, int a_row_divisor, int w_row_half, const MoeDependence& d) {
   constexpr int k_tiles = G::k_n / G::k_out_cols;
   const int items = blocks * k_tiles;
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;

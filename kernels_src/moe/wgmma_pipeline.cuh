@@ -143,8 +143,8 @@ struct MoeWgmma {
   static_assert(!k_stream_k ||
                     (k_swap_ab && WGS == 1 && SPLITK == 1 && !(GATED && BW == 64) && TOK <= 32),
                 "stream-K: swap-AB, one warpgroup, no split-K, not packed, TOK <= 32");
-  static_assert(!k_dynamic || (SPLITK == 1 && (!k_swap_ab || ((WGS == 1 || k_t16) &&
-                                                                !(GATED && BW == 64)))),
+  static_assert(!k_dynamic ||
+                    (SPLITK == 1 && (!k_swap_ab || ((WGS == 1 || k_t16) && !(GATED && BW == 64)))),
                 "dynamic: no split-K; swap-AB: one warpgroup (f16 tokens: one or two), not packed");
   // Dynamic, normal orientation: the token blocks of one group of the grouped order whose
   // indices the CTA keeps (moe_dynamic_item); swap-AB takes its items block-major, one block.

@@ -151,10 +151,10 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
 
 // Dynamic (SCHEDULE dynamic): a resident grid whose CTAs take whole tiles from a global
 // counter (moe_dynamic_produce), in moe_dynamic_item's order; the consumers learn each tile from
-// the producers' ring once its first stage has landed, and stop at index -1. In the normal
-// orientation a tile's epilogue runs while the producers fill the next tile's stages. The f16-token GEMM1 too (two warpgroups, four
-// producer warps): its one CTA an SM then streams weights across its tiles without a new CTA's
-// pipeline fill, and the SMs served faster take more tiles.
+// the producers' ring once its first stage has landed, and stop at index -1. Each CTA streams
+// weights across its tiles without a new CTA's pipeline fill (the producers fill the next tile's
+// stages during a tile's epilogue), and the SMs served faster take more tiles. Swap-AB (the
+// f16-token GEMM1 with two warpgroups and four producer warps too) and the normal orientation.
 template <class G, class Epilogue>
 __device__ __forceinline__ void
 moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a_map,
@@ -164,9 +164,9 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
   constexpr int k_rows = G::k_dynamic_group * G::k_tok; // the indices of a group of blocks
-  __shared__ int a_rows[k_rows];                         // the producers'
-  __shared__ int slot_of_row[k_rows];                    // the consumers'
-  __shared__ int expert_of[G::k_dynamic_group];          // the consumers'
+  __shared__ int a_rows[k_rows];                        // the producers'
+  __shared__ int slot_of_row[k_rows];                   // the consumers'
+  __shared__ int expert_of[G::k_dynamic_group];         // the consumers'
   __shared__ int ring[k_dynamic_ring];
   MoeWgmmaBlock b;
   b.k_tile0 = 0;
@@ -197,8 +197,8 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     if (item < 0)
       break;
     const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
-    moe_consumers_take_block<G>(b, it.m_block, it.first, it.count, slots_of, sorted_ids,
-                                expert_ids, num_slots, slot_of_row, expert_of);
+    moe_consumers_take_block<G>(b, it.m_block, it.first, it.count, slots_of, sorted_ids, expert_ids,
+                                num_slots, slot_of_row, expert_of);
     b.tile = it.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);

@@ -204,10 +204,10 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
       t.kernel == MoeGemmKernel::wgmma && t.dynamic() && !t.swap_ab
           ? static_cast<unsigned>((8 * u.block_m + 4) * moe_detail::k_dynamic_group_blocks)
           : 0u;
-  if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
-                                           u.gated ? 1 : 2) +
-                             group_indices >
-                         max_shared)
+  if (why.empty() &&
+      moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16, u.gated ? 1 : 2) +
+              group_indices >
+          max_shared)
     why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
     return llvm::Error::success();

@@ -94,8 +94,8 @@ std::optional<MoeTileConfig> forced_config(const MoeShape& s, int64_t tokens, Fo
     const bool two = tokens == 3 || tokens == 64 || tokens == 1024;
     MoeTileConfig c;
     c.block_m = two ? 128 : 64;
-    c.gemm1 = GemmTile::wgmma_tile(two ? 256 : 128, two && tokens != 1024 ? 3 : 4, false,
-                                   two ? 2 : 1);
+    c.gemm1 =
+        GemmTile::wgmma_tile(two ? 256 : 128, two && tokens != 1024 ? 3 : 4, false, two ? 2 : 1);
     const bool wide2 = fp8 && tokens == 1024;
     c.gemm2 = GemmTile::wgmma_tile(wide2 ? 256 : 128, wide2 ? 3 : 4, false, two ? 2 : 1);
     c.gemm1.schedule = MoeSchedule::dynamic;

@@ -227,7 +227,8 @@ TEST_CASE("stream-K tiles: swap-AB, one warpgroup, unpacked, blocks of up to 32;
   CHECK(config_refusal(qwen, bad).find("dynamic needs one warpgroup") != std::string::npos);
   // The normal orientation takes the dynamic schedule too, one tile at a time, with room in
   // shared memory for a group of blocks' indices beside its stages.
-  MoeTileConfig n{128, GemmTile::wgmma_tile(256, 4, false, 2), GemmTile::wgmma_tile(128, 4, false, 2)};
+  MoeTileConfig n{128, GemmTile::wgmma_tile(256, 4, false, 2),
+                  GemmTile::wgmma_tile(128, 4, false, 2)};
   n.gemm1.e4m3 = n.gemm1.whole_k = true;
   n.gemm1.schedule = n.gemm2.schedule = MoeSchedule::dynamic;
   CHECK(config_refusal(qwen, n).empty());

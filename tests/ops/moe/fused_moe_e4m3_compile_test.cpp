@@ -266,10 +266,12 @@ TEST_CASE("the dynamic schedule in the normal orientation compiles without spill
   // loads the sorted copy), one warpgroup 128 wide; GEMM1 over the whole K, promoted and exact
   // (the f16 copy of the weights); GEMM2 promoted and over the whole K (256 wide); bf16.
   for (const auto& [shape, config] :
-       {std::pair{qwen, MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true),
-                                      dynamic(GemmTile::wgmma_tile(128, 4, false, 2))}},
+       {std::pair{qwen,
+                  MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true),
+                                dynamic(GemmTile::wgmma_tile(128, 4, false, 2))}},
         std::pair{mixtral,
-                  MoeTileConfig{128, dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true, true),
+                  MoeTileConfig{128,
+                                dynamic(GemmTile::wgmma_tile(256, 4, false, 2), true, true, true),
                                 dynamic(GemmTile::wgmma_tile(256, 3, false, 2), false, true)}},
         std::pair{deepseek, MoeTileConfig{64, dynamic(GemmTile::wgmma_tile(128, 4, false, 1), true),
                                           dynamic(GemmTile::wgmma_tile(128, 4, false, 1))}},
