@@ -2,6 +2,9 @@
 # On a GPU host, from a bundle (tools/gpu_run.sh): an A/B of `specjit-bench moe` over tile tables,
 # run alternately in ROUNDS rounds on one GPU, each run's rows under a `#### bench TAG` marker in
 # $OUT/NAME.txt (default ab), which tools/bench/moe_ab.py summarizes here.
+# Each table runs as a copy without its entries' "device" names, so that its tiles run on
+# whatever Hopper GPU the host has (an entry naming "NVIDIA H200" leaves the default rule to
+# decide on an H100, and the A/B would compare nothing).
 # Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE [TAG=TABLE...]   (NAME: $AB_NAME)
 #   e.g. tools/gpu_ab.sh 2 "--dtypes fp8 --models mixtral --tokens 4,64 --routings 20" \
 #          base=ops/moe/tables/moe-configs-h200.json new=.gpu/tables/new.json
@@ -12,12 +15,20 @@ export LD_LIBRARY_PATH=.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 rounds=$1 args=$2
 shift 2
 log="$out/${AB_NAME:-ab}.txt"
-json=$(mktemp -d) # each run's report; the rows in the log are what the A/B reads
+json=$(mktemp -d) # each run's report and table copy; the rows in the log are what the A/B reads
+for pair in "$@"; do
+  python3 -c 'import json, sys
+table = json.load(open(sys.argv[1]))
+for entry in table["entries"]:
+    entry.pop("device", None)
+json.dump(table, open(sys.argv[2], "w"))' "${pair#*=}" "$json/${pair%%=*}.table.json" || exit 1
+done
 for ((round = 1; round <= rounds; ++round)); do
   for pair in "$@"; do
     echo "#### bench ${pair%%=*} round $round $(date -u +%H:%M:%S)" >>"$log"
     # shellcheck disable=SC2086 # the bench arguments are words
-    .gpu/bin/specjit-bench moe $args --table "${pair#*=}" --json "$json/${pair%%=*}-$round.json" >>"$log" 2>&1 ||
+    .gpu/bin/specjit-bench moe $args --table "$json/${pair%%=*}.table.json" \
+      --json "$json/${pair%%=*}-$round.json" >>"$log" 2>&1 ||
       echo "#### failed: ${pair%%=*} round $round (exit $?)" | tee -a "$log"
   done
 done

@@ -24,7 +24,7 @@ if [[ $what == split ]]; then
     whole="-tc=GEMM1?on?e4m3*whole*" \
     sorted="-tc=GEMM1?on?the?sorted*" \
     swap="ENV:SPECJIT_FORCED_ONLY=swap,split -tc=every?GEMM?kernel*" \
-    sk="ENV:SPECJIT_FORCED_ONLY=stream_k,dynamic,normal -tc=every?GEMM?kernel*" \
+    sk="ENV:SPECJIT_FORCED_ONLY=stream_k,dynamic,dynamic_normal,normal -tc=every?GEMM?kernel*" \
     f16="ENV:SPECJIT_FORCED_ONLY=f16_tokens,mma -tc=every?GEMM?kernel*" \
     table="-tc=the?built-in?H200*" \
     rest="-tce=every?GEMM?kernel*,GEMM1?on?*,the?built-in?H200*"
