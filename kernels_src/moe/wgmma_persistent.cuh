@@ -3,6 +3,7 @@
 // schedule's tiles taken from a counter.
 #pragma once
 
+#include "moe/dynamic_order.h"
 #include "moe/wgmma_produce.cuh"
 
 namespace specjit_kernels {
@@ -80,32 +81,13 @@ __device__ __forceinline__ void moe_producer_take_blocks(int first, int count, i
   }
 }
 
-// The dynamic schedule's item `item` of blocks x tiles: its token block and tile, and the group
-// of consecutive token blocks it belongs to (first, count). Swap-AB: block-major, a group of one
-// block. Normal orientation: the fixed schedule's grouped order (moe_wgmma_setup), each tile for
-// `group` consecutive blocks (the last group: the blocks left), then the next tile, so the CTAs
-// in flight share each weight tile through L2; block-major, a prefill GEMM1 with over 100 tiles a
+// The dynamic schedule's item `item` (moe/dynamic_order.h): swap-AB block-major, the normal
+// orientation in groups of `group` blocks. Block-major, a prefill GEMM1 with over 100 tiles a
 // block would stream its expert's weights from HBM once for every block.
-struct MoeDynamicItem {
-  int m_block, tile, first, count;
-};
 template <class G>
 __device__ __forceinline__ MoeDynamicItem moe_dynamic_item(int item, int blocks, int group) {
-  constexpr int k_tiles = G::k_n / G::k_out_cols;
-  MoeDynamicItem it;
-  if constexpr (G::k_dynamic_group == 1) {
-    it.m_block = item / k_tiles;
-    it.tile = item % k_tiles;
-    it.first = it.m_block;
-    it.count = 1;
-  } else {
-    const int span = group * k_tiles, in = item % span;
-    it.first = item / span * group;
-    it.count = blocks - it.first < group ? blocks - it.first : group;
-    it.m_block = it.first + in % it.count;
-    it.tile = in / it.count;
-  }
-  return it;
+  return moe_dynamic_item(item, blocks, G::k_dynamic_group == 1 ? 1 : group,
+                          G::k_n / G::k_out_cols);
 }
 // The group size the dynamic schedule runs with: the launch's group_blocks, within what the CTA
 // keeps indices for.

@@ -10,9 +10,12 @@
 #include "ops/moe/tuning.h"
 #include "runtime/engine.h"
 
+#include "kernels_src/moe/dynamic_order.h"
+
 #include "support/error.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -446,4 +449,33 @@ TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per
   DeviceFacts small = h200;
   small.multiprocessors = 78;
   CHECK(default_moe_config(mixtral, 1, small).gemm2.warpgroups == 1);
+}
+
+// The dynamic schedule's order of its items (kernels_src/moe/dynamic_order.h, the kernels' own
+// code): every (token block, tile) exactly once, in groups of consecutive blocks that each tile
+// visits in turn (block-major for groups of one), the last group holding the blocks left.
+TEST_CASE("the dynamic schedule's items cover every block and tile once, in groups of blocks") {
+  for (int tiles : {1, 2, 6, 16, 112})
+    for (int group : {1, 3, 8})
+      for (int blocks = 1; blocks <= 41; blocks += 4) {
+        INFO("tiles " << tiles << ", group " << group << ", blocks " << blocks);
+        std::set<std::pair<int, int>> seen;
+        for (int item = 0; item < blocks * tiles; ++item) {
+          const auto it = specjit_kernels::moe_dynamic_item(item, blocks, group, tiles);
+          REQUIRE(it.m_block >= 0);
+          REQUIRE(it.m_block < blocks);
+          REQUIRE(it.tile >= 0);
+          REQUIRE(it.tile < tiles);
+          CHECK(it.first % group == 0);
+          CHECK(it.count == std::min(group, blocks - it.first));
+          CHECK(it.m_block >= it.first);
+          CHECK(it.m_block < it.first + it.count);
+          CHECK(seen.insert({it.m_block, it.tile}).second);
+          // A group's items: tile by tile, each over the group's blocks in order.
+          const int in_group = item - it.first * tiles;
+          CHECK(it.tile == in_group / it.count);
+          CHECK(it.m_block - it.first == in_group % it.count);
+        }
+        CHECK(seen.size() == static_cast<size_t>(blocks) * tiles);
+      }
 }
