@@ -90,14 +90,17 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
       "hidden": 2048, "intermediate": 768, "dtype": "fp8"}]})");
   std::map<std::string, int> per_kernel;
   std::set<std::vector<int64_t>> gemm1_configs;
+  int gemm1_variants = 0;
   for (const VariantRequest& r : requests) {
     ++per_kernel[r.def.id];
-    if (r.def.id == "moe_wgmma1_fp8") {
+    // FP8 GEMM1: f16 MMAs at decode, e4m3 ones over the whole K at prefill.
+    if (r.def.id == "moe_wgmma1_fp8" || r.def.id == "moe_wgmma1_e4m3w") {
       CHECK(value_of(r, "n") == 768);
       CHECK(value_of(r, "k") == 2048);
       gemm1_configs.insert({r.values.begin(), r.values.end() - 1});
+      ++gemm1_variants;
     }
-    if (r.def.id == "moe_wgmma2_fp8") {
+    if (r.def.id == "moe_wgmma2_fp8" || r.def.id == "moe_wgmma2_e4m3w") {
       CHECK(value_of(r, "n") == 2048);
       CHECK(value_of(r, "k") == 768);
     }
@@ -120,7 +123,10 @@ TEST_CASE("a moe model derives every kernel for every bucket's configuration") {
   }
   CHECK(gemm1_configs == expected);
   CHECK(per_kernel["moe_align"] == static_cast<int>(block_ms.size()));
-  CHECK(per_kernel["moe_wgmma1_fp8"] == static_cast<int>(expected.size()));
+  CHECK(gemm1_variants == static_cast<int>(expected.size()));
+  // The prefill buckets' GEMM1 on e4m3 tensor cores, the decode ones' on f16 MMAs.
+  CHECK(per_kernel["moe_wgmma1_e4m3w"] > 0);
+  CHECK(per_kernel["moe_wgmma1_fp8"] > 0);
 }
 
 TEST_CASE("tp divides the intermediate size and num_tokens restricts the buckets") {
@@ -238,8 +244,8 @@ TEST_CASE("a moe model for the H200 derives the tuned table's variants, named or
                        static_cast<int64_t>(t.schedule), t.persistent() ? 1 : t.tiles,
                        0}); // weights: row-major
     else
-      expected.insert({768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n,
-                       t.stages});
+      expected.insert(
+          {768, 2048, bucket.config.block_m, t.block_n, t.warps_m, t.warps_n, t.stages});
   }
   bool f16_tokens = false, copy = false; // the table's f16-token buckets bring the copy kernel
   for (const ops::MoeConfigBucket& bucket : entry->buckets)

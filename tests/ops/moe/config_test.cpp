@@ -51,6 +51,21 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   CHECK(big.gemm1.kernel == MoeGemmKernel::wgmma);
   CHECK(!big.gemm1.swap_ab);
   CHECK(big.block_m == 64 * big.gemm1.warpgroups);
+  // FP8 prefill: the H200 table's families, GEMM1 on e4m3 tensor cores and both GEMMs over the
+  // whole K, 256 wide in two warpgroups; the sorted e4m3 copy of the tokens for top-2 models
+  // from 256 tokens an expert. bf16 keeps its tiles.
+  CHECK(big.describe() == "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 e4m3w]");
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  CHECK(default_moe_config(mixtral, 4096, sm90a).gemm1.sorted_tokens);
+  CHECK(!default_moe_config(mixtral, 256, sm90a).gemm1.sorted_tokens); // 64 tokens an expert
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  CHECK(default_moe_config(deepseek, 4096, sm90a).describe() ==
+        "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 e4m3w]");
+  MoeShape bf16 = shape;
+  bf16.dtype = MoeDType::bf16;
+  const MoeTileConfig big_bf16 = default_moe_config(bf16, 4096, sm90a);
+  CHECK(!big_bf16.gemm1.e4m3);
+  CHECK(!big_bf16.gemm2.whole_k);
   // Without sm_90a the rule falls back to mma.sync, and a wgmma tile is refused by name.
   CHECK(default_moe_config(shape, 4, sm90).gemm1.kernel == MoeGemmKernel::mma);
   ErrorSummary arch = summarize(check_moe_config(shape, small, sm90));

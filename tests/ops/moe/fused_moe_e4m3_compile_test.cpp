@@ -283,3 +283,20 @@ TEST_CASE("the dynamic schedule in the normal orientation compiles without spill
     CHECK(check_wgmma_variants_compile(engine, shape, config) == 2);
   }
 }
+
+TEST_CASE("the default rule's FP8 prefill tiles compile without spills or serialized wgmma, on "
+          "both weight layouts") {
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  const MoeShape qwen_64{64, 8, 2048, 768, MoeDType::fp8}; // a shape the table lacks
+  for (const MoeShape& shape : {qwen, mixtral, deepseek, qwen_64})
+    for (const int64_t tokens : {256, 4096}) {
+      const MoeTileConfig config = default_moe_config(shape, tokens, Arch{9, 0, true});
+      INFO(config.describe());
+      if (config.gemm1.swap_ab)
+        continue; // decode tiles (DeepSeek T = 256)
+      CHECK(config.gemm1.e4m3);
+      for (const MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed})
+        CHECK(check_wgmma_variants_compile(engine, shape, config, layout) == 2);
+    }
+}
