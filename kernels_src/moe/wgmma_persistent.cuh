@@ -81,16 +81,15 @@ __device__ __forceinline__ void moe_producer_take_blocks(int first, int count, i
   }
 }
 
-// The dynamic schedule's item `item` (moe/dynamic_order.h): swap-AB block-major, the normal
-// orientation in groups of `group` blocks. Block-major, a prefill GEMM1 with over 100 tiles a
-// block would stream its expert's weights from HBM once for every block.
+// The dynamic schedule's item `item` (moe/dynamic_order.h) in groups of `group` blocks
+// (moe_dynamic_group). Block-major, a prefill GEMM1 with over 100 tiles a block would stream its
+// expert's weights from HBM once for every block.
 template <class G>
 __device__ __forceinline__ MoeDynamicItem moe_dynamic_item(int item, int blocks, int group) {
-  return moe_dynamic_item(item, blocks, G::k_dynamic_group == 1 ? 1 : group,
-                          G::k_n / G::k_out_cols);
+  return moe_dynamic_item(item, blocks, group, G::k_n / G::k_out_cols);
 }
-// The group size the dynamic schedule runs with: the launch's group_blocks, within what the CTA
-// keeps indices for.
+// The group size the dynamic schedule runs with: 1 (block-major) for swap-AB, else the launch's
+// group_blocks, within what the CTA keeps indices for.
 template <class G> __device__ __forceinline__ int moe_dynamic_group(int group_blocks) {
   if constexpr (G::k_dynamic_group == 1)
     return 1;

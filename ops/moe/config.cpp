@@ -202,7 +202,7 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   // (k_dynamic_group_blocks); the other tiles' static indices fit in what the limit leaves.
   const unsigned group_indices =
       t.kernel == MoeGemmKernel::wgmma && t.dynamic() && !t.swap_ab
-          ? static_cast<unsigned>((8 * u.block_m + 4) * moe_detail::k_dynamic_group_blocks)
+          ? moe_detail::block_index_bytes(u.block_m, moe_detail::k_dynamic_group_blocks)
           : 0u;
   if (why.empty() &&
       moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16, u.gated ? 1 : 2) +
