@@ -60,24 +60,20 @@ template <class G> __device__ __forceinline__ void moe_producers_sync() {
     named_barrier(8, G::k_producers);
 }
 
-// The persistent schedules' producer warps, when their next tile is of another group of token
-// blocks than the last (`rows_of`, the group's first block): GEMM1's gathered rows (a_rows, only
-// theirs, TOK a block) for blocks first .. first + count - 1.
+// The persistent schedules' producer warps, when their next tile is of another token block than
+// the last (`rows_of`): GEMM1's gathered rows of block m_block (a_rows, only theirs, TOK rows).
 template <class G>
-__device__ __forceinline__ void moe_producer_take_blocks(int first, int count, int& rows_of,
-                                                         const int* sorted_ids, int num_slots,
-                                                         int a_row_divisor, int* a_rows) {
+__device__ __forceinline__ void moe_producer_take_block(int m_block, int& rows_of,
+                                                        const int* sorted_ids, int num_slots,
+                                                        int a_row_divisor, int* a_rows) {
   if constexpr (!G::k_a_tma) {
-    if (first == rows_of)
+    if (m_block == rows_of)
       return;
-    moe_producers_sync<G>(); // the previous blocks' copies are all issued
-#pragma unroll 1
-    for (int i = 0; i < count; ++i)
-      moe_block_rows_by<G::k_tok>(sorted_ids, first + i, num_slots, a_row_divisor,
-                                  a_rows + i * G::k_tok, nullptr,
-                                  static_cast<int>(threadIdx.x) - G::k_consumers, G::k_producers);
+    moe_producers_sync<G>(); // the previous block's copies are all issued
+    moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, a_row_divisor, a_rows, nullptr,
+                                static_cast<int>(threadIdx.x) - G::k_consumers, G::k_producers);
     moe_producers_sync<G>();
-    rows_of = first;
+    rows_of = m_block;
   }
 }
 
@@ -89,14 +85,9 @@ __device__ __forceinline__ MoeDynamicItem moe_dynamic_item(int item, int blocks,
   return moe_dynamic_item(item, blocks, group, G::k_n / G::k_out_cols);
 }
 // The group size the dynamic schedule runs with: 1 (block-major) for swap-AB, else the launch's
-// group_blocks, within what the CTA keeps indices for.
+// group_blocks.
 template <class G> __device__ __forceinline__ int moe_dynamic_group(int group_blocks) {
-  if constexpr (G::k_dynamic_group == 1)
-    return 1;
-  else
-    return group_blocks < 1                    ? 1
-           : group_blocks > G::k_dynamic_group ? G::k_dynamic_group
-                                               : group_blocks;
+  return G::k_swap_ab || group_blocks < 1 ? 1 : group_blocks;
 }
 
 // The stream-K producer warp: the steps [begin, end), each token block's rows recomputed when
@@ -124,8 +115,7 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
     if (u >= begin + prefetched)
       load_weights(u);
     const MoeStreamStep<G> st(u);
-    moe_producer_take_blocks<G>(st.m_block, 1, rows_of, sorted_ids, num_slots, a_row_divisor,
-                                a_rows);
+    moe_producer_take_block<G>(st.m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
     moe_wait_rows(d, st.m_block, ready);
     moe_load_tokens<G>(b, a, a_map, a_rows, static_cast<int>(u - begin), st.k * 128, st.m_block);
   }
@@ -152,7 +142,7 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int blocks, int group
   constexpr int k_tiles = G::k_n / G::k_out_cols;
   const int items = blocks * k_tiles;
   const int producer = static_cast<int>(threadIdx.x) - G::k_consumers;
-  int kt = 0, rows_of = -1, ready = -1, ready_of = -1;
+  int kt = 0, rows_of = -1, ready = -1;
 #pragma unroll 1
   for (int t = 0;; ++t) {
     if (producer == 0) {
@@ -177,19 +167,12 @@ moe_dynamic_produce(const MoeWgmmaBlock& b, int* counters, int blocks, int group
     }
     const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
     const int expert = moe_ldg(expert_ids + it.m_block);
-    moe_producer_take_blocks<G>(it.first, it.count, rows_of, sorted_ids, num_slots, a_row_divisor,
-                                a_rows);
-    const int* rows = a_rows + (it.m_block - it.first) * G::k_tok;
+    moe_producer_take_block<G>(it.m_block, rows_of, sorted_ids, num_slots, a_row_divisor, a_rows);
 #pragma unroll 1
     for (int k = 0; k < G::k_k_tiles; ++k, ++kt) {
       moe_load_weights<G>(b, w_map, kt, k * 128, it.tile * G::k_out_cols, expert, w_row_half);
-      if (it.first != ready_of) { // GEMM2: the group's blocks, the stage's weights requested
-#pragma unroll 1
-        for (int i = 0; i < it.count; ++i)
-          moe_wait_rows(d, it.first + i, ready);
-        ready_of = it.first;
-      }
-      moe_load_tokens<G>(b, a, a_map, rows, kt, k * 128, it.m_block);
+      moe_wait_rows(d, it.m_block, ready); // GEMM2: once a block, the stage's weights requested
+      moe_load_tokens<G>(b, a, a_map, a_rows, kt, k * 128, it.m_block);
     }
   }
   cp_async_wait<0>(); // no copy outlives its thread

@@ -146,9 +146,6 @@ struct MoeWgmma {
   static_assert(!k_dynamic ||
                     (SPLITK == 1 && (!k_swap_ab || ((WGS == 1 || k_t16) && !(GATED && BW == 64)))),
                 "dynamic: no split-K; swap-AB: one warpgroup (f16 tokens: one or two), not packed");
-  // Dynamic, normal orientation: the token blocks of one group of the grouped order whose
-  // indices the CTA keeps (moe_dynamic_item); swap-AB takes its items block-major, one block.
-  static constexpr int k_dynamic_group = k_dynamic && !k_swap_ab ? 8 : 1;
   static_assert((N / k_out_cols) % k_tiles_per_cta == 0, "whole tiles per CTA");
   static_assert(STAGES >= 3 && STAGES <= 8, "3 to 8 stages");
   static_assert(N % k_out_cols == 0, "N must be a multiple of the tile's output columns");

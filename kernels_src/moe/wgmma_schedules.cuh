@@ -69,31 +69,21 @@ moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a
 }
 
 // The persistent schedules' consumers, when their next tile is of another token block than the
-// last: its slots, expert and used rows. The slots (slot_of_row, the consumers' own copy, TOK a
-// block) and experts (expert_of) are loaded for the block's whole group, blocks first .. first +
-// count - 1, when the group changes (`slots_of`, its first block); named barrier 5 is theirs.
+// last (b.m_block): its slots (slot_of_row, the consumers' own copy, TOK rows), expert and used
+// rows, one load a thread; named barrier 5 is theirs.
 template <class G>
 __device__ __forceinline__ void
-moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, int first, int count, int& slots_of,
-                         const int* sorted_ids, const int* expert_ids, int num_slots,
-                         int* slot_of_row, int* expert_of) {
-  if (first != slots_of) {
-    named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
-    const int tid = static_cast<int>(threadIdx.x);
-#pragma unroll 1
-    for (int i = 0; i < count; ++i)
-      moe_block_rows_by<G::k_tok>(sorted_ids, first + i, num_slots, 0, nullptr,
-                                  slot_of_row + i * G::k_tok, tid, G::k_consumers);
-    if (tid < count)
-      expert_of[tid] = moe_ldg(expert_ids + first + tid);
-    named_barrier(5, G::k_consumers);
-    slots_of = first;
-  } else if (m_block == b.m_block) {
+moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
+                         const int* expert_ids, int num_slots, int* slot_of_row) {
+  if (m_block == b.m_block)
     return;
-  }
+  named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
+  moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
+                              static_cast<int>(threadIdx.x), G::k_consumers);
+  b.expert = moe_ldg(expert_ids + m_block);
+  named_barrier(5, G::k_consumers);
   b.m_block = m_block;
-  b.slot_of_row = slot_of_row + (m_block - first) * G::k_tok;
-  b.expert = expert_of[m_block - first];
+  b.slot_of_row = slot_of_row;
   // As moe_wgmma_setup: swap-AB narrows its MMAs to the used rows, the normal orientation's
   // warpgroups check their own (moe_rows_all_padding).
   b.used_rows = G::k_swap ? moe_used_rows<G::k_tok>(b.slot_of_row) : G::k_tok;
@@ -127,17 +117,14 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
                             num_slots, a_row_divisor, w_row_half, dep);
     return;
   }
-  __shared__ int expert_of[1];
   const int cta = static_cast<int>(blockIdx.x);
   b.m_block = -1;
-  int slots_of = -1;
 #pragma unroll 1
   for (long long u = begin; u < end;) {
     const MoeStreamStep<G> st(u);
     const int k1 =
         static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
-    moe_consumers_take_block<G>(b, st.m_block, st.m_block, 1, slots_of, sorted_ids, expert_ids,
-                                num_slots, slot_of_row, expert_of);
+    moe_consumers_take_block<G>(b, st.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
     b.tile = st.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
@@ -163,10 +150,8 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
                   const MoeDependence& d, unsigned char* scratch, Epilogue&& epilogue) {
   extern __shared__ __align__(1024) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[2 * G::k_stages_value];
-  constexpr int k_rows = G::k_dynamic_group * G::k_tok; // the indices of a group of blocks
-  __shared__ int a_rows[k_rows];                        // the producers'
-  __shared__ int slot_of_row[k_rows];                   // the consumers'
-  __shared__ int expert_of[G::k_dynamic_group];         // the consumers'
+  __shared__ int a_rows[G::k_tok];      // the producers'
+  __shared__ int slot_of_row[G::k_tok]; // the consumers'
   __shared__ int ring[k_dynamic_ring];
   MoeWgmmaBlock b;
   b.k_tile0 = 0;
@@ -188,7 +173,6 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
   }
   moe_consumer_starts<G>();
   b.m_block = -1;
-  int slots_of = -1;
   const volatile int* published = ring;
 #pragma unroll 1
   for (int t = 0, kt = 0;; ++t, kt += G::k_k_tiles) {
@@ -197,8 +181,7 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     if (item < 0)
       break;
     const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
-    moe_consumers_take_block<G>(b, it.m_block, it.first, it.count, slots_of, sorted_ids, expert_ids,
-                                num_slots, slot_of_row, expert_of);
+    moe_consumers_take_block<G>(b, it.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
     b.tile = it.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);

@@ -198,16 +198,8 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
   const unsigned max_shared = moe_shared_limit(arch);
-  // The dynamic normal orientation also keeps a group of blocks' indices in static shared memory
-  // (k_dynamic_group_blocks); the other tiles' static indices fit in what the limit leaves.
-  const unsigned group_indices =
-      t.kernel == MoeGemmKernel::wgmma && t.dynamic() && !t.swap_ab
-          ? moe_detail::block_index_bytes(u.block_m, moe_detail::k_dynamic_group_blocks)
-          : 0u;
-  if (why.empty() &&
-      moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16, u.gated ? 1 : 2) +
-              group_indices >
-          max_shared)
+  if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
+                                           u.gated ? 1 : 2) > max_shared)
     why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
     return llvm::Error::success();

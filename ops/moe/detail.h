@@ -118,15 +118,9 @@ int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
 // The grouped order's blocks per group; the fixed grid rounds its blocks up to a multiple of it
 // (wgmma_ctas), so that both orders' groups divide the grid.
 inline constexpr int k_grouped_blocks = 8;
-// The dynamic schedule's normal-orientation tiles take their tiles in the grouped order and keep
-// the indices of a group of up to this many blocks (MoeWgmma::k_dynamic_group in
-// kernels_src/moe/wgmma_pipeline.cuh).
-inline constexpr int k_dynamic_group_blocks = 8;
-// The static shared memory of the indices a wgmma CTA keeps for `blocks` token blocks of block_m
-// rows: gathered rows and slots (4 bytes each a row) and the expert of each block.
-inline unsigned block_index_bytes(int block_m, int blocks) {
-  return (8u * static_cast<unsigned>(block_m) + 4u) * static_cast<unsigned>(blocks);
-}
+// The static shared memory of the indices a wgmma CTA keeps for its token block of block_m rows:
+// gathered rows and slots, 4 bytes each a row, and its expert.
+inline unsigned block_index_bytes(int block_m) { return 8u * static_cast<unsigned>(block_m) + 4u; }
 
 // The call's slot order (moe_align): stable with a stream-K GEMM, whose sums' last bits depend
 // on the token block a row falls in; the other schedules compute each row alone, so their

@@ -184,8 +184,7 @@ unsigned WgmmaGemm::shared_bytes() const {
 }
 
 unsigned WgmmaGemm::static_shared_bytes() const {
-  const int group = schedule == MoeSchedule::dynamic && !swap_ab() ? k_dynamic_group_blocks : 1;
-  return block_index_bytes(block_m, group) + 16u * static_cast<unsigned>(stages);
+  return block_index_bytes(block_m) + 16u * static_cast<unsigned>(stages);
 }
 
 llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const WgmmaGemm& g,
