@@ -68,21 +68,46 @@ moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a
   }
 }
 
+// A token block's slots and expert in the consumers' registers, each thread its rows of
+// slot_of_row: loaded ahead of the tile that needs them (moe_wgmma_dynamic: during the previous
+// tile's epilogue, so the loads' latency is off the tensor cores' path).
+template <class G> struct MoeBlockIndices {
+  static constexpr int k_rows = (G::k_tok + G::k_consumers - 1) / G::k_consumers; // a thread's
+  int m_block = -1, expert = 0;
+  int slot[k_rows];
+  __device__ __forceinline__ void load(int block, const int* sorted_ids, const int* expert_ids) {
+    m_block = block;
+    expert = moe_ldg(expert_ids + block);
+#pragma unroll
+    for (int i = 0; i < k_rows; ++i) {
+      const int r = static_cast<int>(threadIdx.x) + i * G::k_consumers;
+      slot[i] = r < G::k_tok ? moe_ldg(sorted_ids + block * G::k_tok + r) : -1;
+    }
+  }
+};
+
 // The persistent schedules' consumers, when their next tile is of another token block than the
 // last (b.m_block): its slots (slot_of_row, the consumers' own copy, TOK rows), expert and used
-// rows, one load a thread; named barrier 5 is theirs.
+// rows, from `held` (loaded here unless it holds m_block already); named barrier 5 is theirs.
 template <class G>
 __device__ __forceinline__ void
-moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, const int* sorted_ids,
-                         const int* expert_ids, int num_slots, int* slot_of_row) {
+moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, MoeBlockIndices<G>& held,
+                         const int* sorted_ids, const int* expert_ids, int num_slots,
+                         int* slot_of_row) {
   if (m_block == b.m_block)
     return;
+  if (held.m_block != m_block)
+    held.load(m_block, sorted_ids, expert_ids);
   named_barrier(5, G::k_consumers); // the last tile's epilogue is done with slot_of_row
-  moe_block_rows_by<G::k_tok>(sorted_ids, m_block, num_slots, 0, nullptr, slot_of_row,
-                              static_cast<int>(threadIdx.x), G::k_consumers);
-  b.expert = moe_ldg(expert_ids + m_block);
+#pragma unroll
+  for (int i = 0; i < MoeBlockIndices<G>::k_rows; ++i) {
+    const int r = static_cast<int>(threadIdx.x) + i * G::k_consumers;
+    if (r < G::k_tok)
+      slot_of_row[r] = held.slot[i] >= 0 && held.slot[i] < num_slots ? held.slot[i] : -1;
+  }
   named_barrier(5, G::k_consumers);
   b.m_block = m_block;
+  b.expert = held.expert;
   b.slot_of_row = slot_of_row;
   // As moe_wgmma_setup: swap-AB narrows its MMAs to the used rows, the normal orientation's
   // warpgroups check their own (moe_rows_all_padding).
@@ -119,12 +144,14 @@ moe_wgmma_stream_k(const MoeWeights& w_map, const unsigned char* a, const TmaDes
   }
   const int cta = static_cast<int>(blockIdx.x);
   b.m_block = -1;
+  MoeBlockIndices<G> held;
 #pragma unroll 1
   for (long long u = begin; u < end;) {
     const MoeStreamStep<G> st(u);
     const int k1 =
         static_cast<int>(G::k_k_tiles - st.k < end - u ? G::k_k_tiles : st.k + (end - u));
-    moe_consumers_take_block<G>(b, st.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
+    moe_consumers_take_block<G>(b, st.m_block, held, sorted_ids, expert_ids, num_slots,
+                                slot_of_row);
     b.tile = st.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, static_cast<int>(u - begin) - st.k, st.k, k1, acc);
@@ -173,6 +200,7 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
   }
   moe_consumer_starts<G>();
   b.m_block = -1;
+  MoeBlockIndices<G> held;
   const volatile int* published = ring;
 #pragma unroll 1
   for (int t = 0, kt = 0;; ++t, kt += G::k_k_tiles) {
@@ -181,10 +209,20 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     if (item < 0)
       break;
     const MoeDynamicItem it = moe_dynamic_item<G>(item, blocks, group);
-    moe_consumers_take_block<G>(b, it.m_block, sorted_ids, expert_ids, num_slots, slot_of_row);
+    moe_consumers_take_block<G>(b, it.m_block, held, sorted_ids, expert_ids, num_slots,
+                                slot_of_row);
     b.tile = it.tile;
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
+    // The next tile's block, if the producers have taken it (they run stages ahead): its indices
+    // load while this tile's epilogue runs. The entry read here may still be the ring's older
+    // one; `held` names the block it loaded, and take_block loads again if that is not the one.
+    const int next = published[(t + 1) % k_dynamic_ring];
+    if (next >= 0) {
+      const int next_block = moe_dynamic_item<G>(next, blocks, group).m_block;
+      if (next_block != held.m_block)
+        held.load(next_block, sorted_ids, expert_ids);
+    }
     epilogue(b, acc);
   }
 }
