@@ -183,6 +183,8 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
   MoeWgmmaBlock b;
   b.k_tile0 = 0;
   moe_pipeline_init<G>(smem, bars, b);
+  if (threadIdx.x < k_dynamic_ring) // no entry: the consumers read ahead of the producers
+    ring[threadIdx.x] = -1;
   __syncthreads();
   const int blocks = moe_ldg(num_post_padded) / G::k_tok;
   const int group = moe_dynamic_group<G>(group_blocks);
@@ -215,8 +217,9 @@ moe_wgmma_dynamic(const MoeWeights& w_map, const unsigned char* a, const TmaDesc
     float acc[G::k_halves][G::k_acc];
     moe_wgmma_consume<G>(b, kt, 0, G::k_k_tiles, acc);
     // The next tile's block, if the producers have taken it (they run stages ahead): its indices
-    // load while this tile's epilogue runs. The entry read here may still be the ring's older
-    // one; `held` names the block it loaded, and take_block loads again if that is not the one.
+    // load while this tile's epilogue runs. The entry read here may still be -1 or an earlier
+    // tile's (of this launch: the ring starts at -1); `held` names the block it loaded, and
+    // take_block loads again if that is not the tile's.
     const int next = published[(t + 1) % k_dynamic_ring];
     if (next >= 0) {
       const int next_block = moe_dynamic_item<G>(next, blocks, group).m_block;
