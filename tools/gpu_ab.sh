@@ -5,9 +5,13 @@
 # Each table runs as a copy without its entries' "device" names, so that its tiles run on
 # whatever Hopper GPU the host has (an entry naming "NVIDIA H200" leaves the default rule to
 # decide on an H100, and the A/B would compare nothing).
-# Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE [TAG=TABLE...]   (NAME: $AB_NAME)
+# TAG=TABLE@LIB: that run loads libspecjit from the folder LIB first (an A/B of two builds: bundle
+# the other build's .gpu/lib/libspecjit.so.1 into, say, .gpu/lib-old).
+# Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE[@LIB] [TAG=TABLE[@LIB]...]  (NAME: $AB_NAME)
 #   e.g. tools/gpu_ab.sh 2 "--dtypes fp8 --models mixtral --tokens 4,64 --routings 20" \
 #          base=ops/moe/tables/moe-configs-h200.json new=.gpu/tables/new.json
+#        tools/gpu_ab.sh 2 "--dtypes fp8" old=ops/moe/tables/moe-configs-h200.json@.gpu/lib-old \
+#          new=ops/moe/tables/moe-configs-h200.json
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -16,18 +20,28 @@ rounds=$1 args=$2
 shift 2
 log="$out/${AB_NAME:-ab}.txt"
 json=$(mktemp -d) # each run's report and table copy; the rows in the log are what the A/B reads
+table_of() { # TAG=TABLE[@LIB] -> TABLE
+  local spec=${1#*=}
+  echo "${spec%%@*}"
+}
+lib_of() { # TAG=TABLE[@LIB] -> LIB: followed by a colon, or nothing
+  local spec=${1#*=}
+  [[ $spec == *@* ]] && echo "${spec#*@}:"
+}
 for pair in "$@"; do
   python3 -c 'import json, sys
 table = json.load(open(sys.argv[1]))
 for entry in table["entries"]:
     entry.pop("device", None)
-json.dump(table, open(sys.argv[2], "w"))' "${pair#*=}" "$json/${pair%%=*}.table.json" || exit 1
+json.dump(table, open(sys.argv[2], "w"))' "$(table_of "$pair")" "$json/${pair%%=*}.table.json" ||
+    exit 1
 done
 for ((round = 1; round <= rounds; ++round)); do
   for pair in "$@"; do
     echo "#### bench ${pair%%=*} round $round $(date -u +%H:%M:%S)" >>"$log"
     # shellcheck disable=SC2086 # the bench arguments are words
-    .gpu/bin/specjit-bench moe $args --table "$json/${pair%%=*}.table.json" \
+    LD_LIBRARY_PATH="$(lib_of "$pair")$LD_LIBRARY_PATH" \
+      .gpu/bin/specjit-bench moe $args --table "$json/${pair%%=*}.table.json" \
       --json "$json/${pair%%=*}-$round.json" >>"$log" 2>&1 ||
       echo "#### failed: ${pair%%=*} round $round (exit $?)" | tee -a "$log"
   done
