@@ -198,7 +198,7 @@ llvm::Error check_tile(const char* which, const GemmTile& t, const TileUse& u, c
   if (why.empty() && u.out_columns % per_tile != 0)
     why = fmt::format("{} output columns are not a multiple of {}", u.out_columns, per_tile);
   const unsigned max_shared = moe_shared_limit(arch);
-  if (why.empty() && moe_gemm_shared_bytes(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
+  if (why.empty() && moe_gemm_shared_total(u.block_m, t, u.fp8 ? MoeDType::fp8 : MoeDType::bf16,
                                            u.gated ? 1 : 2) > max_shared)
     why = fmt::format("more than {} KiB of shared memory", max_shared / 1024);
   if (why.empty())
@@ -284,6 +284,16 @@ unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype
                                          MoePackedReads::automatic)
                    .shared_bytes()
              : moe_detail::MmaGemm::of(any, gemm, block_m, tile).shared_bytes();
+}
+
+unsigned moe_gemm_shared_total(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
+  const MoeShape any{1, 1, 128, 128, dtype};
+  return moe_gemm_shared_bytes(block_m, tile, dtype, gemm) +
+         (tile.kernel == MoeGemmKernel::wgmma
+              ? moe_detail::WgmmaGemm::of(any, gemm, block_m, tile, MoeWeightLayout::row_major,
+                                          MoePackedReads::automatic)
+                    .static_shared_bytes()
+              : moe_detail::MmaGemm::of(any, gemm, block_m, tile).static_shared_bytes());
 }
 
 llvm::StringRef moe_packed_reads_name(MoePackedReads reads) {

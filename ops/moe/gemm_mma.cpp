@@ -25,7 +25,7 @@ std::vector<int64_t> MmaGemm::values(int64_t num_tokens) const {
 unsigned MmaGemm::shared_bytes() const {
   const unsigned dynamic =
       static_cast<unsigned>(stages) * static_cast<unsigned>(block_m + block_n) * k_moe_row_bytes;
-  return shared_bytes_with_static(dynamic, 8u * block_m); // the row and slot indices
+  return shared_bytes_with_static(dynamic, static_shared_bytes());
 }
 
 runtime::KernelDef mma_gemm_kernel(int gemm, MoeDType dtype) {

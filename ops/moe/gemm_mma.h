@@ -28,6 +28,7 @@ struct MmaGemm {
   unsigned threads() const { return static_cast<unsigned>(32 * warps_m * warps_n); }
   // stages * (block_m + block_n) * 128 bytes (see shared_bytes_with_static for the 48 KiB edge).
   unsigned shared_bytes() const;
+  unsigned static_shared_bytes() const { return 8u * static_cast<unsigned>(block_m); } // indices
 };
 
 // The kernel definition: moe_gemm{1,2}_{fp8,bf16}<n, k, block_m, block_n, warps_m, warps_n,

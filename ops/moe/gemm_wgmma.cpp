@@ -184,7 +184,18 @@ unsigned WgmmaGemm::shared_bytes() const {
 }
 
 unsigned WgmmaGemm::static_shared_bytes() const {
-  return block_index_bytes(block_m) + 16u * static_cast<unsigned>(stages);
+  // The token block's gathered rows and slots (4 bytes each a row), two mbarriers a stage, and
+  // the persistent schedules' own: the dynamic schedule's ring of tile indices, stream-K's flag
+  // (kernels_src/moe/wgmma_schedules.cuh, wgmma_reduce.cuh).
+  unsigned bytes = 8u * static_cast<unsigned>(block_m) + 16u * static_cast<unsigned>(stages);
+  if (schedule == MoeSchedule::dynamic)
+    bytes += k_dynamic_ring_bytes;
+  else if (schedule == MoeSchedule::stream_k)
+    bytes += 4u;
+  // ptxas ends the static part on the 1024-byte alignment of the dynamic tiles after it. (It may
+  // allocate a step less where a variant never reads an array: an upper bound, as the limit
+  // check needs.)
+  return (bytes + 1023u) / 1024u * 1024u;
 }
 
 llvm::Error launch_wgmma_gemm(runtime::Engine& engine, const MoeShape& s, const WgmmaGemm& g,

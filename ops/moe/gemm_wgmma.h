@@ -50,8 +50,8 @@ struct WgmmaGemm {
   // f16 tokens or e4m3 MMAs), and the output staging of the f16-token and normal tiles; see
   // shared_bytes_with_static for the 48 KiB edge.
   unsigned shared_bytes() const;
-  // Static shared memory: the token block's row and slot indices and its expert, two mbarriers
-  // per stage.
+  // Static shared memory, never less than ptxas allocates: the token block's row and slot
+  // indices, two mbarriers per stage, the persistent schedules' own, up to a multiple of 1024.
   unsigned static_shared_bytes() const;
   // CTAs of the fixed schedule's 1-D grid over `blocks` token blocks: the blocks rounded up to a
   // multiple of k_grouped_blocks (both launch orders' groups divide it) x tile groups x split_k.

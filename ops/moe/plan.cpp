@@ -128,7 +128,7 @@ void exact_tiles(const MoeShape& s, const Arch& arch, MoeTileConfig& config) {
   GemmTile& g1 = config.gemm1;
   g1.e4m3 = g1.whole_k = g1.sorted_tokens = false;
   while (g1.stages > 2 &&
-         moe_gemm_shared_bytes(config.block_m, g1, s.dtype, 1) > moe_shared_limit(arch))
+         moe_gemm_shared_total(config.block_m, g1, s.dtype, 1) > moe_shared_limit(arch))
     --g1.stages;
   GemmTile& g2 = config.gemm2;
   if (g2.whole_k && !g2.swap_ab && g2.block_n == 256)

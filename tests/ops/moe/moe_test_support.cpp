@@ -3,6 +3,7 @@
 #include "engine_fixture.h"
 
 #include "ops/moe/detail.h"
+#include "ops/moe/gemm_wgmma.h"
 
 #include "support/error.h"
 
@@ -34,9 +35,17 @@ int check_wgmma_variants_compile(Engine& engine, const MoeShape& shape, const Mo
     CHECK((*variant)->spill_bytes == 0);
     for (const std::string& warning : (*variant)->warnings)
       CHECK(warning.find("C75") == std::string::npos);
-    const GemmTile& tile = (*variant)->name_expression.find("moe_wgmma1") != std::string::npos
-                               ? config.gemm1
-                               : config.gemm2;
+    const bool gemm1 = (*variant)->name_expression.find("moe_wgmma1") != std::string::npos;
+    const GemmTile& tile = gemm1 ? config.gemm1 : config.gemm2;
+    // The host's count of the CTA's static shared memory, which the tile rule adds to the dynamic
+    // part against the device's limit, is never short of what ptxas allocated (ptxas drops the
+    // indices a variant never reads, so it may be over by one 1024-byte step).
+    const int predicted =
+        static_cast<int>(moe_detail::WgmmaGemm::of(shape, gemm1 ? 1 : 2, config.block_m, tile,
+                                                   layout, MoePackedReads::automatic)
+                             .static_shared_bytes());
+    CHECK((*variant)->shared_bytes <= predicted);
+    CHECK((*variant)->shared_bytes + 1024 >= predicted);
     // The schedule, the tiles and the weights' reads (row-major: the rank-3 map; packed: bulk
     // copies or the rank-4 map, as the tile names it or by the rule: weight_reads, whose choices
     // fused_moe_packed_test pins) are spelled by name, then num_tokens.
