@@ -1,9 +1,14 @@
-// The dynamic schedule's order of its work items (token block, weight tile), read by both sides:
-// the kernels (moe/wgmma_persistent.cuh) and the host's tests of the order. Plain C++ with no
-// CUDA header (NVRTC compiles it as device code under -default-device).
+// The dynamic schedule's order of its work items (token block, weight tile) and its ring, read by
+// both sides: the kernels (moe/wgmma_persistent.cuh) and the host (the order's tests, the ring's
+// shared memory). Plain C++ with no CUDA header (NVRTC compiles it as device code under
+// -default-device).
 #pragma once
 
 namespace specjit_kernels {
+
+// Entries of the ring in which a CTA's producers publish the tiles they take, in static shared
+// memory: more than STAGES, as the producers run at most STAGES steps ahead of the consumers.
+inline constexpr int k_dynamic_ring = 16;
 
 // Item `item` of blocks x tiles: its token block and tile, and the group of consecutive token
 // blocks it belongs to (blocks first .. first + count - 1). `group` 1: block-major (a block's

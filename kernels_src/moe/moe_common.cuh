@@ -69,6 +69,12 @@ __device__ __forceinline__ unsigned ballot(bool predicate) {
 // x < -88, e^-x is inf and the result -0.
 __device__ __forceinline__ float moe_silu(float x) { return x * rcp_approx(1.0f + exp_approx(-x)); }
 
+// A sorted entry as a row's slot: itself if it names one of the call's num_slots slots, else -1
+// (padding).
+__device__ __forceinline__ int moe_slot_or_padding(int sorted_id, int num_slots) {
+  return sorted_id >= 0 && sorted_id < num_slots ? sorted_id : -1;
+}
+
 // The rows of block m_block of BLOCK_M sorted slots: slot_of_row[r] (-1 for padding) and
 // a_rows[r], the row of A: slot / a_row_divisor (GEMM1: the slot's token), or with
 // a_row_divisor 0 the row's sorted position (GEMM2: GEMM1 writes the intermediate in sorted
@@ -79,12 +85,11 @@ __device__ __forceinline__ void moe_block_rows_by(const int* sorted_ids, int m_b
                                                   int a_row_divisor, int* a_rows, int* slot_of_row,
                                                   int first, int step) {
   for (int r = first; r < BLOCK_M; r += step) {
-    const int slot = moe_ldg(sorted_ids + m_block * BLOCK_M + r);
-    const bool valid = slot >= 0 && slot < num_slots;
+    const int slot = moe_slot_or_padding(moe_ldg(sorted_ids + m_block * BLOCK_M + r), num_slots);
     if (slot_of_row != nullptr)
-      slot_of_row[r] = valid ? slot : -1;
+      slot_of_row[r] = slot;
     if (a_rows != nullptr)
-      a_rows[r] = !valid ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
+      a_rows[r] = slot < 0 ? -1 : a_row_divisor == 0 ? m_block * BLOCK_M + r : slot / a_row_divisor;
   }
 }
 // The same, filled by the whole CTA.

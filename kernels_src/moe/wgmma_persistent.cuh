@@ -131,7 +131,6 @@ moe_stream_k_produce(const MoeWgmmaBlock& b, long long begin, long long end,
 // on the stage's `full` barrier). With no tile left the producers complete the next stage's
 // `full` phase without data under index -1, which ends the consumers. The last CTA done resets
 // both counters for the next launch (moe_align zeroes them first).
-inline constexpr int k_dynamic_ring = 16; // > STAGES: the producer runs at most STAGES steps ahead
 
 template <class G>
 __device__ __forceinline__ void

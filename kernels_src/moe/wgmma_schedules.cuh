@@ -74,7 +74,7 @@ moe_wgmma_main(const MoeWeights& w_map, const unsigned char* a, const TmaDesc* a
 template <class G> struct MoeBlockIndices {
   static constexpr int k_rows = (G::k_tok + G::k_consumers - 1) / G::k_consumers; // a thread's
   int m_block = -1, expert = 0;
-  int slot[k_rows];
+  int slot[k_rows]; // the sorted entries as read; slot_of_row takes them as slots or padding
   __device__ __forceinline__ void load(int block, const int* sorted_ids, const int* expert_ids) {
     m_block = block;
     expert = moe_ldg(expert_ids + block);
@@ -103,7 +103,7 @@ moe_consumers_take_block(MoeWgmmaBlock& b, int m_block, MoeBlockIndices<G>& held
   for (int i = 0; i < MoeBlockIndices<G>::k_rows; ++i) {
     const int r = static_cast<int>(threadIdx.x) + i * G::k_consumers;
     if (r < G::k_tok)
-      slot_of_row[r] = held.slot[i] >= 0 && held.slot[i] < num_slots ? held.slot[i] : -1;
+      slot_of_row[r] = moe_slot_or_padding(held.slot[i], num_slots);
   }
   named_barrier(5, G::k_consumers);
   b.m_block = m_block;

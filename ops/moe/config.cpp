@@ -276,24 +276,33 @@ std::string MoeTileConfig::describe() const {
   return fmt::format("m{} g1[{}] g2[{}]", block_m, gemm1.describe(), gemm2.describe());
 }
 
-unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
-  // Shared memory depends on no size of the shape; the families' files hold the rule.
+namespace {
+
+// A GEMM's dynamic request and static shared memory. They depend on no size of the shape; the
+// families' files hold the rule.
+struct SharedBytes {
+  unsigned dynamic, fixed;
+};
+template <class Gemm> SharedBytes shared_of(const Gemm& g) {
+  return {g.shared_bytes(), g.static_shared_bytes()};
+}
+SharedBytes gemm_shared(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
   const MoeShape any{1, 1, 128, 128, dtype};
   return tile.kernel == MoeGemmKernel::wgmma
-             ? moe_detail::WgmmaGemm::of(any, gemm, block_m, tile, MoeWeightLayout::row_major,
-                                         MoePackedReads::automatic)
-                   .shared_bytes()
-             : moe_detail::MmaGemm::of(any, gemm, block_m, tile).shared_bytes();
+             ? shared_of(moe_detail::WgmmaGemm::of(
+                   any, gemm, block_m, tile, MoeWeightLayout::row_major, MoePackedReads::automatic))
+             : shared_of(moe_detail::MmaGemm::of(any, gemm, block_m, tile));
+}
+
+} // namespace
+
+unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
+  return gemm_shared(block_m, tile, dtype, gemm).dynamic;
 }
 
 unsigned moe_gemm_shared_total(int block_m, const GemmTile& tile, MoeDType dtype, int gemm) {
-  const MoeShape any{1, 1, 128, 128, dtype};
-  return moe_gemm_shared_bytes(block_m, tile, dtype, gemm) +
-         (tile.kernel == MoeGemmKernel::wgmma
-              ? moe_detail::WgmmaGemm::of(any, gemm, block_m, tile, MoeWeightLayout::row_major,
-                                          MoePackedReads::automatic)
-                    .static_shared_bytes()
-              : moe_detail::MmaGemm::of(any, gemm, block_m, tile).static_shared_bytes());
+  const SharedBytes bytes = gemm_shared(block_m, tile, dtype, gemm);
+  return bytes.dynamic + bytes.fixed;
 }
 
 llvm::StringRef moe_packed_reads_name(MoePackedReads reads) {

@@ -249,8 +249,8 @@ resolve_moe_config(const MoeShape& shape, int64_t num_tokens, const Arch& arch,
 // 4 * warpgroups * block_m * 128; none with f16 tokens); just
 // over 48 KiB when the kernel's static indices and barriers would push the total past 48 KiB.
 unsigned moe_gemm_shared_bytes(int block_m, const GemmTile& tile, MoeDType dtype, int gemm);
-// What the GEMM's CTA holds in all, at most: that request and its static indices and barriers
-// (a wgmma CTA's up to a multiple of 1024 bytes, as ptxas allocates them).
+// What the GEMM's CTA holds in all, never less than it does: that request and its static indices
+// and barriers (a wgmma CTA's up to a multiple of 1024 bytes, as ptxas allocates them).
 unsigned moe_gemm_shared_total(int block_m, const GemmTile& tile, MoeDType dtype, int gemm);
 // The most a GEMM's CTA may opt in to on the documented device of `arch` (runtime/device_facts.h):
 // the bound check_moe_config holds moe_gemm_shared_total to.

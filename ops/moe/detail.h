@@ -118,9 +118,6 @@ int group_blocks(const MoeShape& s, int64_t tokens, int block_m, bool handoff,
 // The grouped order's blocks per group; the fixed grid rounds its blocks up to a multiple of it
 // (wgmma_ctas), so that both orders' groups divide the grid.
 inline constexpr int k_grouped_blocks = 8;
-// The dynamic schedule's ring of published tile indices in static shared memory (k_dynamic_ring
-// ints in kernels_src/moe/wgmma_persistent.cuh).
-inline constexpr unsigned k_dynamic_ring_bytes = 16u * 4u;
 
 // The call's slot order (moe_align): stable with a stream-K GEMM, whose sums' last bits depend
 // on the token block a row falls in; the other schedules compute each row alone, so their

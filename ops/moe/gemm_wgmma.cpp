@@ -1,5 +1,6 @@
 #include "ops/moe/gemm_wgmma.h"
 
+#include "kernels_src/moe/dynamic_order.h"
 #include "ops/common/kernel_defs.h"
 #include "runtime/tensor_map.h"
 
@@ -189,7 +190,7 @@ unsigned WgmmaGemm::static_shared_bytes() const {
   // (kernels_src/moe/wgmma_schedules.cuh, wgmma_reduce.cuh).
   unsigned bytes = 8u * static_cast<unsigned>(block_m) + 16u * static_cast<unsigned>(stages);
   if (schedule == MoeSchedule::dynamic)
-    bytes += k_dynamic_ring_bytes;
+    bytes += static_cast<unsigned>(sizeof(int) * specjit_kernels::k_dynamic_ring);
   else if (schedule == MoeSchedule::stream_k)
     bytes += 4u;
   // ptxas ends the static part on the 1024-byte alignment of the dynamic tiles after it. (It may
