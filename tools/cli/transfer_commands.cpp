@@ -1,20 +1,13 @@
-// export / import: move cache entries between roots as one portable file (docs/export-format.md)
-//
-//   file   := magic[8] = "SPJTEXPT"  version : u32 (= 2; 1 is still read)  reserved : u32 (= 0)
-//             count : u64  record{count}
-//   record := kernel_size : u32  kernel[kernel_size]  entry_size : u64  entry[entry_size]
-//             tag_size : u32 (0 or 32; version 2 only)  tag[tag_size]
-//
-// Integers are little-endian. An entry is the entry file's bytes, unchanged (entry_format.h),
-// so it carries its own key and checksum: import verifies each one and publishes it under the
-// key in its header, never under a name the export file chose. The tag (cache/entry_auth.h) is
-// written when a trust key is configured; with a key, import refuses a record without a valid
-// one. Import never replaces a verified entry of the root with different bytes.
+// export / import: move cache entries between roots as one portable file (cache/export_format.h,
+// docs/export-format.md). Import verifies each entry and publishes it under the key in its
+// header, never under a name the export file chose; with a trust key it refuses a record without
+// a valid tag, and it never replaces a verified entry of the root with different bytes.
 #include "cli.h"
+
+#include "cache/export_format.h"
 
 #include "support/bounded_file.h"
 
-#include <llvm/Support/Endian.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,39 +19,12 @@
 namespace specjit::cli {
 namespace {
 
-constexpr llvm::StringLiteral k_magic = "SPJTEXPT";
-constexpr uint32_t k_export_version = 2;
-constexpr size_t k_file_header_size = 24;
-constexpr uint32_t k_max_kernel_size = 4096;
-
-struct Record {
-  std::string kernel;
-  llvm::StringRef entry; // views into the imported file
-  llvm::StringRef tag;   // empty when the record has none
-};
-
-void put_u32(std::string& out, uint32_t value) {
-  char bytes[4];
-  llvm::support::endian::write32le(bytes, value);
-  out.append(bytes, 4);
-}
-
-void put_u64(std::string& out, uint64_t value) {
-  char bytes[8];
-  llvm::support::endian::write64le(bytes, value);
-  out.append(bytes, 8);
-}
-
-// tag_size, then the tag of the entry (none without a key).
-void put_tag(std::string& out, const cache::TrustKey* trust, const Digest128& key,
-             llvm::StringRef entry) {
-  if (trust == nullptr) {
-    put_u32(out, 0);
-    return;
-  }
-  cache::Tag tag = cache::compute_tag(*trust, key, entry);
-  put_u32(out, static_cast<uint32_t>(tag.size()));
-  out.append(reinterpret_cast<const char*>(tag.data()), tag.size());
+// The tag of the entry under the trust key; none without a key.
+std::optional<cache::Tag> tag_of(const cache::TrustKey* trust, const Digest128& key,
+                                 llvm::StringRef entry) {
+  if (trust == nullptr)
+    return std::nullopt;
+  return cache::compute_tag(*trust, key, entry);
 }
 
 // Writes next to the destination, then renames: a reader never sees half an export.
@@ -89,8 +55,7 @@ int run_export(Context& context) {
   const std::string& file = context.args.positional.front();
   cache::DiskStore store(store_options(context.config));
   std::optional<std::string> kernel = context.args.value("--kernel");
-  std::string records;
-  uint64_t count = 0;
+  cache::ExportWriter writer;
   size_t bad = 0;
   const cache::TrustKey* trust = store.trust_key();
   if (store.trust_key_configured() && trust == nullptr)
@@ -112,26 +77,20 @@ int run_export(Context& context) {
       ++bad;
       continue;
     }
-    if (auto problem = store.layer_entry_problem(entry.location, decoded->key,
-                                                 (*buffer)->getBuffer())) {
+    if (auto problem =
+            store.layer_entry_problem(entry.location, decoded->key, (*buffer)->getBuffer())) {
       warn(context, fmt::format("skipped {}: untrusted: {}", entry.location.path, *problem));
       ++bad;
       continue;
     }
     if (!seen.insert(decoded->key.hex()).second)
       continue;
-    put_u32(records, static_cast<uint32_t>(entry.kernel.size()));
-    records += entry.kernel;
-    put_u64(records, (*buffer)->getBufferSize());
-    records += (*buffer)->getBuffer();
-    put_tag(records, trust, decoded->key, (*buffer)->getBuffer());
-    ++count;
+    std::optional<cache::Tag> tag = tag_of(trust, decoded->key, (*buffer)->getBuffer());
+    writer.add(entry.kernel, (*buffer)->getBuffer(),
+               tag ? llvm::ArrayRef<uint8_t>(*tag) : llvm::ArrayRef<uint8_t>());
   }
-  std::string bytes(k_magic.data(), k_magic.size());
-  put_u32(bytes, k_export_version);
-  put_u32(bytes, 0);
-  put_u64(bytes, count);
-  bytes += records;
+  const uint64_t count = writer.count();
+  const std::string bytes = writer.file();
   if (auto err = write_atomically(file, bytes))
     return report_error(context, std::move(err));
   if (context.json)
@@ -145,56 +104,6 @@ int run_export(Context& context) {
   return bad == 0 ? k_exit_ok : k_exit_problems;
 }
 
-// Splits an export file into records; every length is checked against what remains, so a
-// truncated or hostile file cannot make it read out of bounds or allocate without limit.
-llvm::Expected<std::vector<Record>> read_records(llvm::StringRef bytes, const std::string& file) {
-  auto fail = [&](const std::string& what) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", file.c_str(),
-                                   what.c_str());
-  };
-  if (bytes.size() < k_file_header_size || !bytes.startswith(k_magic))
-    return fail("not a specjit export file (bad magic)");
-  uint32_t version = llvm::support::endian::read32le(bytes.data() + 8);
-  if (version != 1 && version != k_export_version)
-    return fail(fmt::format("export format version {} is not supported (this build reads {})",
-                            version, k_export_version));
-  uint64_t count = llvm::support::endian::read64le(bytes.data() + 16);
-  llvm::StringRef rest = bytes.drop_front(k_file_header_size);
-  if (count > rest.size() / 12)
-    return fail(fmt::format("claims {} entries, more than its size allows", count));
-  std::vector<Record> records;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (rest.size() < 4)
-      return fail(fmt::format("truncated in record {}", i));
-    uint32_t kernel_size = llvm::support::endian::read32le(rest.data());
-    rest = rest.drop_front(4);
-    if (kernel_size > k_max_kernel_size || rest.size() < kernel_size + 8ull)
-      return fail(fmt::format("truncated or bad kernel name in record {}", i));
-    std::string kernel = rest.take_front(kernel_size).str();
-    rest = rest.drop_front(kernel_size);
-    uint64_t entry_size = llvm::support::endian::read64le(rest.data());
-    rest = rest.drop_front(8);
-    if (entry_size > rest.size() || entry_size > cache::k_max_entry_bytes)
-      return fail(fmt::format("truncated or bad entry length in record {}", i));
-    llvm::StringRef entry = rest.take_front(entry_size);
-    rest = rest.drop_front(entry_size);
-    llvm::StringRef tag;
-    if (version >= 2) {
-      uint32_t tag_size = rest.size() < 4 ? UINT32_MAX : llvm::support::endian::read32le(rest.data());
-      if (tag_size != 0 && tag_size != cache::k_tag_size)
-        return fail(fmt::format("truncated or bad tag length in record {}", i));
-      if (rest.size() < 4ull + tag_size)
-        return fail(fmt::format("truncated tag in record {}", i));
-      tag = rest.substr(4, tag_size);
-      rest = rest.drop_front(4 + tag_size);
-    }
-    records.push_back({std::move(kernel), entry, tag});
-  }
-  if (!rest.empty())
-    return fail(fmt::format("{} trailing bytes after the last record", rest.size()));
-  return records;
-}
-
 // What happened to one record.
 enum class Outcome { imported, unchanged, conflict, bad };
 
@@ -205,7 +114,8 @@ struct ImportReport {
 
 // Why a record must not be published, before looking at the root: it does not verify, names
 // another kernel, or (with a key) carries no valid tag.
-llvm::Error record_problem(const Record& record, llvm::Expected<cache::DecodedEntry>& decoded,
+llvm::Error record_problem(const cache::ExportRecord& record,
+                           llvm::Expected<cache::DecodedEntry>& decoded,
                            const cache::DiskStore& store) {
   if (!decoded)
     return decoded.takeError();
@@ -226,8 +136,8 @@ llvm::Error record_problem(const Record& record, llvm::Expected<cache::DecodedEn
   return llvm::Error::success();
 }
 
-Outcome import_record(cache::DiskStore& store, const Record& record, std::string& message,
-                      std::string& key_hex) {
+Outcome import_record(cache::DiskStore& store, const cache::ExportRecord& record,
+                      std::string& message, std::string& key_hex) {
   auto decoded = cache::decode_entry(record.entry, std::nullopt);
   if (llvm::Error problem = record_problem(record, decoded, store)) {
     message = llvm::toString(std::move(problem));
@@ -271,9 +181,9 @@ int run_import(Context& context) {
   auto bundle = read_regular_file(file, "bundle", k_max_bundle_bytes);
   if (!bundle)
     return report_error(context, bundle.takeError());
-  auto records = read_records(*bundle, file);
+  auto records = cache::decode_export(*bundle);
   if (!records)
-    return report_error(context, records.takeError());
+    return report_error(context, fmt::format("{}: {}", file, llvm::toString(records.takeError())));
   cache::DiskStore store(store_options(context.config));
   if (!store.writable())
     return report_error(context, fmt::format("the cache root {} cannot be written: {}",
@@ -282,7 +192,7 @@ int run_import(Context& context) {
     return report_error(context, "nothing imported: " + store.trust_key_error());
   ImportReport report;
   for (size_t i = 0; i < records->size(); ++i) {
-    const Record& record = (*records)[i];
+    const cache::ExportRecord& record = (*records)[i];
     std::string message, key;
     Outcome outcome = import_record(store, record, message, key);
     report.imported += outcome == Outcome::imported;
@@ -291,9 +201,8 @@ int run_import(Context& context) {
       continue;
     if (!context.json)
       fmt::print(stderr, "record {} ({}): {}\n", i, record.kernel, message);
-    llvm::json::Object row{{"record", static_cast<int64_t>(i)},
-                           {"kernel", record.kernel},
-                           {"reason", message}};
+    llvm::json::Object row{
+        {"record", static_cast<int64_t>(i)}, {"kernel", record.kernel}, {"reason", message}};
     if (outcome == Outcome::conflict) {
       row["key"] = key;
       report.conflicts.push_back(std::move(row));
