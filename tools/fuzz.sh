@@ -13,9 +13,9 @@ if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/
 fi
 cmake -S . -B build-fuzz -G Ninja -DSPECJIT_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target specjit_fuzz_entry specjit_fuzz_manifest specjit_fuzz_log specjit_fuzz_moe_table \
-  specjit_fuzz_export specjit_fuzz_remote_value
+  specjit_fuzz_export specjit_fuzz_remote_value specjit_fuzz_deps_manifest
 if [[ ${1:-} == long ]]; then
-  for target in entry manifest log moe_table export remote_value; do
+  for target in entry manifest log moe_table export remote_value deps_manifest; do
     # New inputs go to a scratch corpus; the seeds in the tree are only read.
     mkdir -p build-fuzz/corpus-long-$target
     build-fuzz/tests/fuzz/specjit_fuzz_$target -runs=1000000 -max_len=65536 -use_value_profile=1 \
