@@ -19,14 +19,6 @@
 namespace specjit::cli {
 namespace {
 
-// The tag of the entry under the trust key; none without a key.
-std::optional<cache::Tag> tag_of(const cache::TrustKey* trust, const Digest128& key,
-                                 llvm::StringRef entry) {
-  if (trust == nullptr)
-    return std::nullopt;
-  return cache::compute_tag(*trust, key, entry);
-}
-
 // Writes next to the destination, then renames: a reader never sees half an export.
 llvm::Error write_atomically(const std::string& path, llvm::StringRef bytes) {
   int fd = -1;
@@ -85,9 +77,12 @@ int run_export(Context& context) {
     }
     if (!seen.insert(decoded->key.hex()).second)
       continue;
-    std::optional<cache::Tag> tag = tag_of(trust, decoded->key, (*buffer)->getBuffer());
-    writer.add(entry.kernel, (*buffer)->getBuffer(),
-               tag ? llvm::ArrayRef<uint8_t>(*tag) : llvm::ArrayRef<uint8_t>());
+    // With a trust key every record carries the entry's tag.
+    const llvm::StringRef bytes = (*buffer)->getBuffer();
+    if (trust != nullptr)
+      writer.add(entry.kernel, bytes, cache::compute_tag(*trust, decoded->key, bytes));
+    else
+      writer.add(entry.kernel, bytes);
   }
   const uint64_t count = writer.count();
   const std::string bytes = writer.file();
