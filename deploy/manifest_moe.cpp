@@ -38,7 +38,7 @@ llvm::Expected<ops::MoeConfigTable> load_table(const ManifestFields& model, llvm
 
 // "models": [{"type": "moe", "experts": 128, "top_k": 8, "hidden": 2048, "intermediate": 768,
 //             "dtype": "fp8", "tp": 1, "renormalize": true, "num_tokens": [1, 64],
-//             "arch": "sm_90a", "device": "NVIDIA H200", "config_table": "moe-configs-h200.json",
+//             "arch": "sm_90a", "device": "NVIDIA H200", "config_table": "moe-configs.json",
 //             "weights": "packed", "accumulation": "exact"}]
 // intermediate is the whole model's; each tensor-parallel shard holds intermediate / tp. Every
 // kernel of the layer x every token-count bucket's tile configuration (docs/moe.md), from the

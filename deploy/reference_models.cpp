@@ -10,11 +10,14 @@ namespace specjit::deploy {
 
 namespace {
 
-// One MoE model's manifest: its layer in FP8 and bf16 on the H200.
+// One MoE model's manifest: its layer in FP8 and bf16 on the H200, and in FP8 on the H100 (the
+// built-in table's devices; bf16 has no entries, and the default rule's bf16 tiles are the same
+// on both, of 132 SMs).
 #define SPECJIT_MOE_MODEL(SHAPE)                                                                   \
   "{\"version\": 1, \"models\": [{\"type\": \"moe\", " SHAPE ", \"dtype\": \"fp8\", "              \
   "\"device\": \"NVIDIA H200\"}, {\"type\": \"moe\", " SHAPE ", \"dtype\": \"bf16\", "             \
-  "\"device\": \"NVIDIA H200\"}]}"
+  "\"device\": \"NVIDIA H200\"}, {\"type\": \"moe\", " SHAPE ", \"dtype\": \"fp8\", "              \
+  "\"device\": \"NVIDIA H100 80GB HBM3\"}]}"
 
 constexpr ReferenceModel k_models[] = {
     {"qwen3-30b-a3b",

@@ -1,8 +1,8 @@
 // The models specjit ships its built-in ops tuned for, by name: what a serving image for one of
 // them precompiles (`specjit precompile --model NAME`; all of them are the default manifest,
 // what `specjit precompile` prepares when given no manifest). Each is a manifest of its own
-// (docs/manifest.md), for sm_90a devices named "NVIDIA H200", where the built-in table was
-// tuned:
+// (docs/manifest.md), for the sm_90a devices the built-in table was tuned on, "NVIDIA H200" (FP8
+// and bf16) and "NVIDIA H100 80GB HBM3" (FP8):
 //   qwen3-30b-a3b          the MoE layer, FP8 and bf16 (E 128, top 8, H 2048, I 768)
 //   mixtral-8x7b           the MoE layer, FP8 and bf16 (E 8, top 2, H 4096, I 14336)
 //   deepseek-v3-tp8        the MoE layer at 8-way tensor parallelism, FP8 and bf16

@@ -9,9 +9,9 @@
 # the other build's .gpu/lib/libspecjit.so.1 into, say, .gpu/lib-old).
 # Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE[@LIB] [TAG=TABLE[@LIB]...]  (NAME: $AB_NAME)
 #   e.g. tools/gpu_ab.sh 2 "--dtypes fp8 --models mixtral --tokens 4,64 --routings 20" \
-#          base=ops/moe/tables/moe-configs-h200.json new=.gpu/tables/new.json
-#        tools/gpu_ab.sh 2 "--dtypes fp8" old=ops/moe/tables/moe-configs-h200.json@.gpu/lib-old \
-#          new=ops/moe/tables/moe-configs-h200.json
+#          base=ops/moe/tables/moe-configs.json new=.gpu/tables/new.json
+#        tools/gpu_ab.sh 2 "--dtypes fp8" old=ops/moe/tables/moe-configs.json@.gpu/lib-old \
+#          new=ops/moe/tables/moe-configs.json
 set -uo pipefail
 out=${OUT:-gpu-out}
 mkdir -p "$out"

@@ -26,15 +26,15 @@ if [[ $what == split ]]; then
     swap="ENV:SPECJIT_FORCED_ONLY=swap,split -tc=every?GEMM?kernel*" \
     sk="ENV:SPECJIT_FORCED_ONLY=stream_k,dynamic,dynamic_normal,normal -tc=every?GEMM?kernel*" \
     f16="ENV:SPECJIT_FORCED_ONLY=f16_tokens,mma -tc=every?GEMM?kernel*" \
-    table="-tc=the?built-in?H200*" \
-    rest="-tce=every?GEMM?kernel*,GEMM1?on?*,the?built-in?H200*"
+    table="-tc=the?built-in?table*" \
+    rest="-tce=every?GEMM?kernel*,GEMM1?on?*,the?built-in?table*"
 fi
 if [[ $what == bench || $what == all ]]; then
   "$bin/specjit-bench" engine --json "$out/engine-h200.json" 2>&1
   "$bin/specjit-bench" inv-rope --json "$out/inv-rope-h200.json" 2>&1
   "$bin/specjit-bench" inv-rope --groups 1 --heads-per-group 1 --json "$out/inv-rope-1x1-h200.json" \
     2>&1 | tail -14
-  "$bin/specjit-bench" moe --dtypes fp8 --table ops/moe/tables/moe-configs-h200.json \
+  "$bin/specjit-bench" moe --dtypes fp8 --table ops/moe/tables/moe-configs.json \
     --json "$out/moe-h200-table.json" 2>&1 | tail -22
   "$bin/specjit-bench" recompile-trace --out "$out/recompile-trace-h200.json" 2>&1 |
     grep -v warning

@@ -4,12 +4,12 @@
 
 namespace specjit::ops {
 
-// Generated from ops/moe/tables/moe-configs-h200.json (ops/CMakeLists.txt).
+// Generated from ops/moe/tables/moe-configs.json (ops/CMakeLists.txt).
 llvm::ArrayRef<jit::EmbeddedFile> embedded_moe_tables();
 
 llvm::StringRef builtin_moe_config_table_json() {
   for (const jit::EmbeddedFile& file : embedded_moe_tables())
-    if (file.name == "moe-configs-h200.json")
+    if (file.name == "moe-configs.json")
       return file.text;
   return {};
 }

@@ -224,7 +224,7 @@ TEST_CASE("a moe model for the H200 derives the tuned table's variants, named or
   auto requests = parse_manifest(example, path);
   REQUIRE_MESSAGE(static_cast<bool>(requests), llvm::toString(requests.takeError()));
   const std::string table_path =
-      std::string(SPECJIT_SOURCE_DIR) + "/ops/moe/tables/moe-configs-h200.json";
+      std::string(SPECJIT_SOURCE_DIR) + "/ops/moe/tables/moe-configs.json";
   auto table = ops::parse_moe_config_table(test::read_file(table_path));
   REQUIRE(static_cast<bool>(table));
   const ops::MoeShape shape{128, 8, 2048, 768, ops::MoeDType::fp8};
@@ -307,8 +307,9 @@ TEST_CASE("a moe model's config_table must be a readable, valid table") {
 
 TEST_CASE("every call's plan launches only variants that precompile prepares, and every bucket's "
           "plan together launch all of them but the packing kernel") {
-  // The H200 (the built-in table's entries) and an sm_90a device of no name (the default rule).
-  for (const std::string device : {"NVIDIA H200", ""})
+  // The devices the built-in table has entries for, and an sm_90a device of no name (the
+  // default rule).
+  for (const std::string device : {"NVIDIA H200", "NVIDIA H100 80GB HBM3", ""})
     for (const Reference& ref : k_references)
       for (MoeDType dtype : {MoeDType::fp8, MoeDType::bf16})
         for (MoeWeightLayout layout : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {

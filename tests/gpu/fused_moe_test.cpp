@@ -1,11 +1,15 @@
 // fused_moe on the GPU for the three reference models (fused_moe_support.h has the checks): the
-// default rule's configurations, the built-in (tuned H200) table's, and GEMM1 on e4m3 tensor
-// cores against the accuracy rule.
+// default rule's configurations, the built-in table's (each device's tuned entries), and GEMM1
+// on e4m3 tensor cores against the accuracy rule.
 #include "engine_fixture.h"
 #include "gpu/fused_moe_support.h"
 #include "gpu/gpu_test_support.h"
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 using namespace specjit;
 using namespace specjit::ops;
@@ -67,48 +71,68 @@ TEST_CASE("GEMM1 on the sorted e4m3 copy of the tokens meets the accuracy rule a
   run_model(k_mixtral, Forced::wgmma_e4m3_sorted);
 }
 
-// The built-in table with its entries' device names cleared, so that its H200 tiles run on the
-// Hopper GPU the suite runs on (an entry that names another device would leave the default rule
-// to decide, and the cases below would not check the table's tiles).
-static MoeConfigTable builtin_table_for_any_device() {
-  MoeConfigTable table = builtin_moe_config_table();
-  for (MoeConfigEntry& entry : table.entries)
-    entry.device.clear();
+// The devices the built-in table has entries for (ops/moe/tables/moe-configs.json).
+static std::vector<std::string> builtin_table_devices() {
+  std::vector<std::string> devices;
+  for (const MoeConfigEntry& entry : builtin_moe_config_table().entries)
+    if (std::find(devices.begin(), devices.end(), entry.device) == devices.end())
+      devices.push_back(entry.device);
+  return devices;
+}
+
+// The built-in table's entries for one device, their device names cleared, so that that device's
+// tiles run on the Hopper GPU the suite runs on (an entry that names another device would leave
+// the default rule to decide, and the cases below would not check the table's tiles).
+static MoeConfigTable builtin_table_of(const std::string& device) {
+  MoeConfigTable table;
+  for (const MoeConfigEntry& entry : builtin_moe_config_table().entries)
+    if (entry.device == device) {
+      table.entries.push_back(entry);
+      table.entries.back().device.clear();
+    }
   return table;
 }
 
-// The tuned H200 table, built in (ops/moe/tables/moe-configs-h200.json as built;
-// ops/moe/builtin_table.h): what TunedMoeOptions holds by default, so what a caller that
-// names no table runs on an H200. Every FP8 bucket's configuration, at a token count in each
-// bucket.
-TEST_CASE("the built-in H200 table's configuration is right in every bucket (FP8, three models)") {
-  if (!specjit::test::gpu_or_skip("fused_moe H200 table"))
+// The built-in table (ops/moe/tables/moe-configs.json as built; ops/moe/builtin_table.h): what
+// TunedMoeOptions holds by default, so what a caller that names no table runs on a device the
+// table names. Each device's entries in turn: every FP8 bucket's configuration, at a token count
+// in each bucket.
+TEST_CASE("the built-in table's configuration is right in every bucket of every device (FP8, "
+          "three models)") {
+  if (!specjit::test::gpu_or_skip("fused_moe built-in table"))
     return;
   REQUIRE(TunedMoeOptions{}.table == &builtin_moe_config_table());
-  const MoeConfigTable any_device = builtin_table_for_any_device();
-  const MoeConfigTable* table = &any_device;
-  const auto h200 = runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
-  for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
-    REQUIRE(table->find(model.shape, h200) != nullptr);
-    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table);
-    // The shape's packed entry, where the table has one, on packed weights.
-    const MoeConfigEntry* packed = table->find(model.shape, h200, MoeWeightLayout::packed);
-    if (packed->weights == MoeWeightLayout::packed)
-      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, table,
-                MoeWeightLayout::packed);
+  const std::vector<std::string> devices = builtin_table_devices();
+  REQUIRE(devices.size() >= 2); // the H200's entries and the H100's
+  for (const std::string& device : devices) {
+    INFO("entries for " << device);
+    const MoeConfigTable table = builtin_table_of(device);
+    const auto facts = runtime::DeviceFacts::for_target(Arch{9, 0, true}, device);
+    for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
+      REQUIRE(builtin_moe_config_table().find(model.shape, facts) != nullptr);
+      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table);
+      // The shape's packed entry, where the device has one, on packed weights.
+      const MoeConfigEntry* packed = table.find(model.shape, facts, MoeWeightLayout::packed);
+      if (packed->weights == MoeWeightLayout::packed)
+        run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table,
+                  MoeWeightLayout::packed);
+    }
   }
 }
 
-// The same table under exact accumulation: its e4m3 tiles run as f16 ones (with the stages that
-// fit beside the f16 copy of the weights), within the emulating reference's bound.
-TEST_CASE("the built-in H200 table is right under exact accumulation in every bucket (FP8, three "
-          "models)") {
-  if (!specjit::test::gpu_or_skip("fused_moe H200 table, exact accumulation"))
+// The same tables under exact accumulation: their e4m3 tiles run as f16 ones (with the stages
+// that fit beside the f16 copy of the weights), within the emulating reference's bound.
+TEST_CASE("the built-in table is right under exact accumulation in every bucket of every device "
+          "(FP8, three models)") {
+  if (!specjit::test::gpu_or_skip("fused_moe built-in table, exact accumulation"))
     return;
-  const MoeConfigTable table = builtin_table_for_any_device();
-  for (const Model& model : {k_qwen, k_mixtral, k_deepseek})
-    run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table,
-              MoeWeightLayout::row_major, MoeAccumulation::exact);
+  for (const std::string& device : builtin_table_devices()) {
+    INFO("entries for " << device);
+    const MoeConfigTable table = builtin_table_of(device);
+    for (const Model& model : {k_qwen, k_mixtral, k_deepseek})
+      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table,
+                MoeWeightLayout::row_major, MoeAccumulation::exact);
+  }
 }
 
 TEST_CASE("fused_moe bf16 matches the fp32 reference for DeepSeek-V3 TP8") {

@@ -8,7 +8,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "bench" / "moe_table_twin.py"
-TABLE = ROOT / "ops" / "moe" / "tables" / "moe-configs-h200.json"
+TABLE = ROOT / "ops" / "moe" / "tables" / "moe-configs.json"
 MIXTRAL = (8, 2, 4096, 14336)
 
 

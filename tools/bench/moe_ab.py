@@ -7,7 +7,7 @@ each run's table under a marker line `#### bench TAG`, for example:
     for i in 1 2; do
       for v in base new; do
         echo "#### bench $v" >> $OUT/r.txt
-        .gpu/bin/bench_$v moe --table ops/moe/tables/moe-configs-h200.json --dtypes fp8 >> $OUT/r.txt
+        .gpu/bin/bench_$v moe --table ops/moe/tables/moe-configs.json --dtypes fp8 >> $OUT/r.txt
       done
     done
 

@@ -8,7 +8,7 @@
 // machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
 //            table (ops/moe/config.h) to --table-out (default
-//            ops/moe/tables/moe-configs-h200.json; after each shape, so a run cut short keeps
+//            ops/moe/tables/moe-configs.json; after each shape, so a run cut short keeps
 //            the shapes it finished) and the swap-AB vs normal crossover (best of each orientation
 //            per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
@@ -289,7 +289,7 @@ int run_moe_bench(int argc, char** argv) {
            "                         [--routings N] [--tune-routings R] [--tune-sustain-ms MS]\n"
            "                         [--packed [--packed-reads automatic|bulk|map]]\n"
            "  --table    the tuned table to run and to start --tune from (default: the built-in\n"
-           "             one, ops/moe/tables/moe-configs-h200.json as built); --no-table: the "
+           "             one, ops/moe/tables/moe-configs.json as built); --no-table: the "
            "default rule\n"
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune,\n"
            "             the table's other buckets are kept as they are\n"
@@ -386,7 +386,7 @@ int run_moe_bench(int argc, char** argv) {
                  static_cast<int>(tune_routings)};
   bench.tune_sustain_ms = static_cast<int>(tune_sustain_ms);
   bench.packed = flags.has("--packed");
-  bench.table_out = flags.get("--table-out", "ops/moe/tables/moe-configs-h200.json");
+  bench.table_out = flags.get("--table-out", "ops/moe/tables/moe-configs.json");
   bench.packed_reads = packed_reads;
   const double copy_rate = device_copy_bytes_per_s(drv);
   llvm::outs() << fmt::format("device-to-device copy of 1 GiB: {:.2f} TB/s read + written (the "

@@ -32,7 +32,7 @@ def main():
     print("(ops/moe/kernels.cpp); swap-AB FP8 GEMM1 tiles that read a per-call f16 copy of the tokens (docs/moe.md,")
     print("\"f16 tokens\") count in their family. `winner`: the family of the tune's fastest pair.")
     print(f"`table`: the GEMM µs of {sys.argv[2]} with the configuration of the table the dispatch")
-    print("reads (ops/moe/tables/moe-configs-h200.json), `f16` where its GEMM1 reads f16 tokens.")
+    print("reads (ops/moe/tables/moe-configs.json), `f16` where its GEMM1 reads f16 tokens.")
     if "note" in cross:
         print(f"Rows: {cross['note']}.")
     print()

@@ -1,5 +1,6 @@
 // The built-in MoE table (ops/moe/builtin_table.h): the tuner's table as built, fused_moe's
-// default unless the caller names another table or none, for sm_90a devices named "NVIDIA H200".
+// default unless the caller names another table or none, for the sm_90a devices its entries name
+// ("NVIDIA H200", "NVIDIA H100 80GB HBM3").
 #include "ops/moe/builtin_table.h"
 
 #include "ops/moe/fused_moe.h"
@@ -18,8 +19,10 @@ namespace {
 
 const Arch k_sm90a{9, 0, true};
 const runtime::DeviceFacts k_h200 = runtime::DeviceFacts::for_target(k_sm90a, "NVIDIA H200");
+const runtime::DeviceFacts k_h100 =
+    runtime::DeviceFacts::for_target(k_sm90a, "NVIDIA H100 80GB HBM3");
 const std::string k_table_path =
-    std::string(SPECJIT_SOURCE_DIR) + "/ops/moe/tables/moe-configs-h200.json";
+    std::string(SPECJIT_SOURCE_DIR) + "/ops/moe/tables/moe-configs.json";
 
 const MoeShape k_reference_shapes[] = {{128, 8, 2048, 768, MoeDType::fp8},
                                        {8, 2, 4096, 14336, MoeDType::fp8},
@@ -39,7 +42,7 @@ std::set<std::pair<std::string, std::vector<int64_t>>> variants(const MoeShape& 
 
 } // namespace
 
-TEST_CASE("the built-in MoE table is ops/moe/tables/moe-configs-h200.json, byte for byte") {
+TEST_CASE("the built-in MoE table is ops/moe/tables/moe-configs.json, byte for byte") {
   CHECK(builtin_moe_config_table_json() == llvm::StringRef(test::read_file(k_table_path)));
   auto parsed = parse_moe_config_table(builtin_moe_config_table_json());
   REQUIRE_MESSAGE(static_cast<bool>(parsed), llvm::toString(parsed.takeError()));
@@ -60,6 +63,20 @@ TEST_CASE("the built-in MoE table is ops/moe/tables/moe-configs-h200.json, byte 
         CHECK(resolved->config == bucket.config);
       }
     }
+  // The H100's entries: row-major weights only, so packed weights take the row-major entry.
+  for (const MoeShape& shape : k_reference_shapes) {
+    const MoeConfigEntry* entry = table.find(shape, k_h100, MoeWeightLayout::row_major);
+    REQUIRE(entry != nullptr);
+    CHECK(entry->device == "NVIDIA H100 80GB HBM3");
+    CHECK(entry->weights == MoeWeightLayout::row_major);
+    CHECK(table.find(shape, k_h100, MoeWeightLayout::packed) == entry);
+    CHECK(entry->buckets.back().max_tokens == 4096);
+    for (const MoeConfigBucket& bucket : entry->buckets) {
+      auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_h100, &table);
+      REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));
+      CHECK(resolved->config == bucket.config);
+    }
+  }
 }
 
 TEST_CASE("fused_moe runs the built-in table unless told otherwise") {
@@ -97,7 +114,7 @@ TEST_CASE("shapes, archs and devices the built-in table lacks take the default r
   for (const auto& [shape, target] :
        {std::pair{other, k_h200}, std::pair{qwen3, DeviceFacts::for_target(Arch{8, 0, false})},
         std::pair{qwen3, DeviceFacts::for_target(Arch{9, 0, false}, "NVIDIA H200")},
-        std::pair{qwen3, DeviceFacts::for_target(k_sm90a, "NVIDIA H100 80GB HBM3")},
+        std::pair{qwen3, DeviceFacts::for_target(k_sm90a, "NVIDIA H100 PCIe")},
         std::pair{qwen3, DeviceFacts::for_target(k_sm90a)}}) {
     CHECK(table.find(shape, target) == nullptr);
     for (int64_t tokens : {1, 64, 4096}) {

@@ -440,7 +440,7 @@ TEST_CASE("e4m3 GEMM1 tiles keep whole_k and sorted_tokens through the table's J
 }
 
 TEST_CASE("the H200 table's packed entries compile clean, as variants of their own") {
-  const MoeConfigTable* table = &builtin_moe_config_table(); // ops/moe/tables/moe-configs-h200.json
+  const MoeConfigTable* table = &builtin_moe_config_table(); // ops/moe/tables/moe-configs.json
   TempDir dir;
   Engine engine(test::config_in(dir));
   int packed_buckets = 0;

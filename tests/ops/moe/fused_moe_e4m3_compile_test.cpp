@@ -162,7 +162,6 @@ TEST_CASE("the built-in table's e4m3 and whole-K tiles compile clean as the tile
           "accumulation runs, on both weight layouts") {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  const DeviceFacts h200 = DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
   TunedMoeOptions exact;
   exact.accumulation = MoeAccumulation::exact;
   int compiled = 0, fewer_stages = 0;
@@ -171,10 +170,11 @@ TEST_CASE("the built-in table's e4m3 and whole-K tiles compile clean as the tile
       const MoeTileConfig& table = bucket.config;
       if (!table.gemm1.e4m3 && !table.gemm2.whole_k)
         continue; // exact runs the table's own tiles, compiled by the manifests' test
+      const DeviceFacts device = DeviceFacts::for_target(entry.arch, entry.device);
       auto plan =
-          moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact, entry.weights);
+          moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, device, exact, entry.weights);
       REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
-      INFO(table.describe() << " -> " << plan->config.describe());
+      INFO(entry.device << ": " << table.describe() << " -> " << plan->config.describe());
       CHECK(check_wgmma_variants_compile(engine, entry.shape, plan->config, entry.weights) == 2);
       ++compiled;
       fewer_stages += plan->config.gemm1.stages < table.gemm1.stages;

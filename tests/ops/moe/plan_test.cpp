@@ -81,16 +81,16 @@ TEST_CASE("planning refuses what the launch could not run, with no GPU") {
 
 TEST_CASE("every bucket of the built-in table plans under exact accumulation, on f16 GEMM1 MMAs "
           "and a promoted GEMM2") {
-  const runtime::DeviceFacts h200 =
-      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
   TunedMoeOptions exact;
   exact.accumulation = MoeAccumulation::exact;
   int rewritten = 0;
   for (const MoeConfigEntry& entry : builtin_moe_config_table().entries)
     for (const MoeConfigBucket& bucket : entry.buckets) {
-      INFO(bucket.max_tokens << " tokens: " << bucket.config.describe());
+      INFO(entry.device << ", " << bucket.max_tokens << " tokens: " << bucket.config.describe());
+      // On the device the entry names, so that its own bucket plans.
+      const auto device = runtime::DeviceFacts::for_target(entry.arch, entry.device);
       auto plan =
-          moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, h200, exact, entry.weights);
+          moe_detail::plan_fused_moe(entry.shape, bucket.max_tokens, device, exact, entry.weights);
       REQUIRE_MESSAGE(static_cast<bool>(plan), llvm::toString(plan.takeError()));
       const MoeTileConfig& c = plan->config;
       CHECK_FALSE(c.gemm1.e4m3);
@@ -120,24 +120,28 @@ TEST_CASE("every bucket of the built-in table plans under exact accumulation, on
 
 TEST_CASE("every token count from 1 to 8192 plans on the built-in table, both accumulations, "
           "both weight layouts, and on the default rule in bf16") {
-  const runtime::DeviceFacts h200 =
-      runtime::DeviceFacts::for_target(Arch{9, 0, true}, "NVIDIA H200");
-  // The table's entries (FP8, row-major and packed), then their shapes in bf16 (no entry: the
-  // default rule).
-  std::vector<std::pair<MoeShape, MoeWeightLayout>> cases;
+  // The table's entries (FP8, row-major and packed) on the devices they name, then their shapes
+  // in bf16 (no entry: the default rule).
+  struct Case {
+    MoeShape shape;
+    MoeWeightLayout weights;
+    runtime::DeviceFacts device;
+  };
+  std::vector<Case> cases;
   for (const MoeConfigEntry& entry : builtin_moe_config_table().entries) {
-    cases.emplace_back(entry.shape, entry.weights);
+    const auto device = runtime::DeviceFacts::for_target(entry.arch, entry.device);
+    cases.push_back({entry.shape, entry.weights, device});
     MoeShape bf16 = entry.shape;
     bf16.dtype = MoeDType::bf16;
-    cases.emplace_back(bf16, entry.weights);
+    cases.push_back({bf16, entry.weights, device});
   }
   int failures = 0, planned = 0;
-  for (const auto& [shape, weights] : cases)
+  for (const auto& [shape, weights, device] : cases)
     for (MoeAccumulation accumulation : {MoeAccumulation::e4m3, MoeAccumulation::exact}) {
       TunedMoeOptions options;
       options.accumulation = accumulation;
       for (int64_t tokens = 1; tokens <= 8192; ++tokens) {
-        auto plan = moe_detail::plan_fused_moe(shape, tokens, h200, options, weights);
+        auto plan = moe_detail::plan_fused_moe(shape, tokens, device, options, weights);
         if (plan) {
           ++planned;
           continue;
