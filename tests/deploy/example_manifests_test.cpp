@@ -1,7 +1,8 @@
 // The example manifests (docs/examples/manifests) without a GPU: every variant the three
 // reference models' manifests derive compiles for sm_90a with zero spills and no wgmma
 // serialization diagnostic (ptxas C7515) through the engine's prepare, on row-major weights and
-// (the FP8 models, whose tables have packed entries) on packed ones.
+// (the FP8 models, whose tables have packed entries) on packed ones, and for the other device the
+// built-in table has entries for (the H100).
 #include "engine_fixture.h"
 
 #include "deploy/manifest.h"
@@ -9,6 +10,7 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,18 @@ using namespace specjit::test;
 
 namespace {
 
-// The manifest's requests; with `packed`, its FP8 models on packed weights.
-std::vector<VariantRequest> manifest_requests(const std::string& name, bool packed) {
+// The manifest's requests; with `packed`, its FP8 models on packed weights; with `device`, its
+// FP8 model for that device instead of the H200 (the table's entries for it).
+std::vector<VariantRequest> manifest_requests(const std::string& name, bool packed,
+                                              const std::string& device = {}) {
   const std::string path = std::string(SPECJIT_SOURCE_DIR) + "/docs/examples/manifests/" + name;
   std::string text = test::read_file(path);
+  if (!device.empty()) {
+    const std::string h200 = "\"device\": \"NVIDIA H200\"";
+    const size_t at = text.find(h200, text.find("\"dtype\": \"fp8\","));
+    REQUIRE(at != std::string::npos);
+    text.replace(at, h200.size(), "\"device\": \"" + device + "\"");
+  }
   if (packed) {
     const std::string fp8 = "\"dtype\": \"fp8\",";
     const size_t at = text.find(fp8);
@@ -34,10 +44,11 @@ std::vector<VariantRequest> manifest_requests(const std::string& name, bool pack
   return std::move(*requests);
 }
 
-void check_manifest_compiles(const std::string& name, bool packed = false) {
+void check_manifest_compiles(const std::string& name, bool packed = false,
+                             const std::string& device = {}) {
   TempDir dir;
   Engine engine(test::config_in(dir));
-  auto requests = manifest_requests(name, packed);
+  auto requests = manifest_requests(name, packed, device);
   CHECK(requests.size() >= 5);
   // A packed model's GEMMs read packed weights (the template value `weights`).
   CHECK(std::any_of(requests.begin(), requests.end(), [](const VariantRequest& r) {
@@ -82,5 +93,21 @@ TEST_CASE("every variant of the three manifests' FP8 models on packed weights co
   for (const char* name : {"qwen3-30b-a3b.json", "mixtral-8x7b.json", "deepseek-v3-tp8.json"}) {
     INFO(name);
     check_manifest_compiles(name, true);
+  }
+}
+
+TEST_CASE("every variant of the three manifests' FP8 models on the H100 (the built-in table's H100 "
+          "entries) compiles for sm_90a without spills") {
+  for (const char* name : {"qwen3-30b-a3b.json", "mixtral-8x7b.json", "deepseek-v3-tp8.json"}) {
+    INFO(name);
+    // The H100's entries are tiles of their own, not the H200's again.
+    auto variants = [&](const std::string& device) {
+      std::set<std::pair<std::string, std::vector<int64_t>>> out;
+      for (const VariantRequest& r : manifest_requests(name, false, device))
+        out.insert({r.def.id, r.values});
+      return out;
+    };
+    CHECK(variants("NVIDIA H100 80GB HBM3") != variants({}));
+    check_manifest_compiles(name, false, "NVIDIA H100 80GB HBM3");
   }
 }
