@@ -97,7 +97,7 @@ TEST_CASE("every variant of the three manifests' FP8 models on packed weights co
 }
 
 TEST_CASE("every variant of the three manifests' FP8 models on the H100 (the built-in table's H100 "
-          "entries) compiles for sm_90a without spills") {
+          "entries), on both weight layouts, compiles for sm_90a without spills") {
   for (const char* name : {"qwen3-30b-a3b.json", "mixtral-8x7b.json", "deepseek-v3-tp8.json"}) {
     INFO(name);
     // The H100's entries are tiles of their own, not the H200's again.
@@ -109,5 +109,7 @@ TEST_CASE("every variant of the three manifests' FP8 models on the H100 (the bui
     };
     CHECK(variants("NVIDIA H100 80GB HBM3") != variants({}));
     check_manifest_compiles(name, false, "NVIDIA H100 80GB HBM3");
+    // Packed weights on the H100 run its row-major entries' tiles, reading packed weights.
+    check_manifest_compiles(name, true, "NVIDIA H100 80GB HBM3");
   }
 }

@@ -111,11 +111,10 @@ TEST_CASE("the built-in table's configuration is right in every bucket of every 
     for (const Model& model : {k_qwen, k_mixtral, k_deepseek}) {
       REQUIRE(builtin_moe_config_table().find(model.shape, facts) != nullptr);
       run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table);
-      // The shape's packed entry, where the device has one, on packed weights.
-      const MoeConfigEntry* packed = table.find(model.shape, facts, MoeWeightLayout::packed);
-      if (packed->weights == MoeWeightLayout::packed)
-        run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table,
-                  MoeWeightLayout::packed);
+      // Packed weights: the shape's packed entry where the device has one, else its row-major
+      // entry's tiles reading packed weights.
+      run_model(model, Forced::none, MoeHandoff::automatic, 1, MoeLaunchOrder::automatic, &table,
+                MoeWeightLayout::packed);
     }
   }
 }
