@@ -71,7 +71,8 @@ void MoeBench::prepare(const MoeShape& s) {
             work.push_back({tokens, form});
     work.push_back(
         {tokens,
-         must(resolve_moe_config(s, tokens, engine.device_facts(), table, weights()), "config").config});
+         must(resolve_moe_config(s, tokens, engine.device_facts(), table, weights()), "config")
+             .config});
   }
   if (!work.empty())
     precompile(engine, s, work, weights(), packed_reads);
@@ -191,10 +192,9 @@ void MoeBench::print_routings(int64_t tokens, const llvm::json::Object& r, doubl
       "floor {:.0f}%{}\n",
       "", "", tokens, mean, routings, *r.getNumber("gemm_us_min"), *r.getNumber("gemm_us_max"),
       *r.getNumber("distinct_experts_mean"), 100.0 * *r.getNumber("fraction_of_floor"),
-      peer_mean > 0
-          ? fmt::format(", peer {:.1f} (mean over {} routings), {:.2f}x", peer_mean,
-                        k_peer_mean_routings, peer_mean / mean)
-          : "");
+      peer_mean > 0 ? fmt::format(", peer {:.1f} (mean over {} routings), {:.2f}x", peer_mean,
+                                  k_peer_mean_routings, peer_mean / mean)
+                    : "");
 }
 
 void MoeBench::run_shape(const Model& model, MoeDType dtype) {
@@ -231,7 +231,7 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
       options.config = chosen;
     }
     measure(model, s, *setup.buffers, tokens, options, chosen,
-            dtype == MoeDType::fp8 ? &model.peer : nullptr, i);
+            dtype == MoeDType::fp8 && peer_device ? &model.peer : nullptr, i);
   }
   if (!tune)
     return;
@@ -394,11 +394,18 @@ int run_moe_bench(int argc, char** argv) {
                               copy_rate * 1e-12, k_stream_bytes_per_s * 1e-12);
   const std::string models = flags.get("--models", "qwen3,mixtral,deepseek");
   const std::string dtypes = flags.get("--dtypes", "fp8,bf16");
-  llvm::outs() << fmt::format("peer (FP8 only): {}, measured {}; peer_us and x_peer on the fixed "
-                              "routing ({}), the routings' lines against the peer's mean over {} "
-                              "routings\n",
-                              k_peer_method, k_peer_date, k_peer_fixed_routing,
-                              k_peer_mean_routings);
+  const std::string device = engine.device_facts().name;
+  bench.peer_device = device == k_peer_device;
+  if (bench.peer_device)
+    llvm::outs() << fmt::format("peer (FP8 only): {}, measured {}; peer_us and x_peer on the "
+                                "fixed routing ({}), the routings' lines against the peer's mean "
+                                "over {} routings\n",
+                                k_peer_method, k_peer_date, k_peer_fixed_routing,
+                                k_peer_mean_routings);
+  else
+    llvm::outs() << fmt::format("peer: its figures were measured on an {}, not on this '{}': "
+                                "no peer_us or x_peer (compare runs on this GPU with each other)\n",
+                                k_peer_device, device);
   llvm::outs() << fmt::format(
       "{:<16} {:>4} {:>5} {:>9} {:>9} {:>7} {:>7} {:>9} {:>6} {:>7} {:>8} {:>9} {:>7}  {}\n",
       "model", "dt", "T", "gemm_us", "no_pdl", "g1", "g2", "layer_us", "host", "floor%", "TFLOP/s",
@@ -422,6 +429,7 @@ int run_moe_bench(int argc, char** argv) {
                           {"peer",
                            llvm::json::Object{
                                {"method", k_peer_method},
+                               {"compared", bench.peer_device}, // else the rows have no ratios
                                {"date", k_peer_date},
                                {"routing", k_peer_fixed_routing},
                                {"mean_routings", k_peer_mean_routings},

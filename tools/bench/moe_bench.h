@@ -45,6 +45,7 @@ struct MoeBench {
   bool packed = false;    // --packed: the weights in moe_pack_weights' layout
   ops::MoePackedReads packed_reads = ops::MoePackedReads::automatic; // --packed-reads
   std::string table_out = {}; // --tune: where the tuned table goes (--table-out)
+  bool peer_device = false;   // the GPU is the one the peer's figures were measured on
 
   // The flags' choices for every fused_moe call of the run.
   void set_choices(ops::TunedMoeOptions& o) const {
