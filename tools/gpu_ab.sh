@@ -2,9 +2,11 @@
 # On a GPU host, from a bundle (tools/gpu_run.sh): an A/B of `specjit-bench moe` over tile tables,
 # run alternately in ROUNDS rounds on one GPU, each run's rows under a `#### bench TAG` marker in
 # $OUT/NAME.txt (default ab), which tools/bench/moe_ab.py summarizes here.
-# Each table runs as a copy without its entries' "device" names, so that its tiles run on
-# whatever Hopper GPU the host has (an entry naming "NVIDIA H200" leaves the default rule to
-# decide on an H100, and the A/B would compare nothing).
+# Each table runs as a copy holding one device's entries without their "device" names, so that
+# those tiles run on whatever Hopper GPU the host has (an entry naming "NVIDIA H200" leaves the
+# default rule to decide on an H100, and the A/B would compare nothing): the entries for the
+# host's GPU where the table has some, else those of the first device it names; $AB_DEVICE
+# picks another. The log says which.
 # TAG=TABLE@LIB: that run loads libspecjit from the folder LIB first (an A/B of two builds: bundle
 # the other build's .gpu/lib/libspecjit.so.1 into, say, .gpu/lib-old).
 # Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE[@LIB] [TAG=TABLE[@LIB]...]  (NAME: $AB_NAME)
@@ -28,12 +30,21 @@ lib_of() { # TAG=TABLE[@LIB] -> LIB: followed by a colon, or nothing
   local spec=${1#*=}
   [[ $spec == *@* ]] && echo "${spec#*@}:"
 }
+host=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)
 for pair in "$@"; do
   python3 -c 'import json, sys
 table = json.load(open(sys.argv[1]))
+named = [e.get("device", "") for e in table["entries"]]
+device = sys.argv[3] or (sys.argv[4] if sys.argv[4] in named else (named or [""])[0])
+if sys.argv[3] and device not in named:
+    sys.exit(f"gpu_ab: {sys.argv[1]} has no entries for {device!r}")
+table["entries"] = [e for e in table["entries"] if e.get("device", "") == device]
 for entry in table["entries"]:
     entry.pop("device", None)
-json.dump(table, open(sys.argv[2], "w"))' "$(table_of "$pair")" "$json/${pair%%=*}.table.json" ||
+json.dump(table, open(sys.argv[2], "w"))
+shown = repr(device) if device else "any device"
+print(f"#### table {sys.argv[1]}: the entries for {shown} on {sys.argv[4]!r}")' \
+    "$(table_of "$pair")" "$json/${pair%%=*}.table.json" "${AB_DEVICE:-}" "$host" >>"$log" ||
     exit 1
 done
 for ((round = 1; round <= rounds; ++round)); do

@@ -4,10 +4,11 @@
 
     python3 tools/bench/moe_table_twin.py IN OUT --models mixtral,qwen3 --tokens 1024,4096 \
         --gemm1 dynamic=true tiles= [--gemm2 KEY=VALUE ...] [--block-m N] [--weights packed] \
-        [--check]
+        [--device "NVIDIA H200"] [--check]
 
 Selects the entries of the named models (qwen3, mixtral, deepseek: the bench's shapes; all
-models without --models) and layout (row_major by default, packed, or all), and in each the
+models without --models), layout (row_major by default, packed, or all) and device (every
+device's entries without --device; "" for entries that name none), and in each the
 bucket that serves every listed token count (the first whose max_tokens is at least T; every
 bucket without --tokens). KEY=VALUE sets a tile's field (VALUE read as JSON: true, 4, "bulk"),
 KEY= removes it. Prints each change. --check loads the twin through the specjit package's
@@ -64,6 +65,8 @@ def check(path, entry):
     model = {"type": "moe", "experts": experts, "top_k": top_k, "hidden": hidden,
              "intermediate": intermediate, "dtype": entry["dtype"], "num_tokens": [1],
              "config_table": path}
+    if entry.get("device"):
+        model["device"] = entry["device"]  # so that the run would take this entry
     with tempfile.TemporaryDirectory() as cache:
         try:
             specjit.precompile({"version": 1, "models": [model]}, cache_dir=cache)
@@ -81,6 +84,7 @@ def main():
     parser.add_argument("--gemm1", nargs="*", metavar="KEY=VALUE")
     parser.add_argument("--gemm2", nargs="*", metavar="KEY=VALUE")
     parser.add_argument("--block-m", type=int)
+    parser.add_argument("--device", help="only the entries for this device")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
 
@@ -108,11 +112,14 @@ def main():
         layout = entry.get("weights", "row_major")
         if model is None or args.weights not in ("all", layout):
             continue
+        if args.device is not None and entry.get("device", "") != args.device:
+            continue
         buckets = entry["buckets"]
         chosen = buckets if tokens is None else [b for b in buckets if any(
             b is bucket_for(buckets, t) for t in tokens)]
         for bucket in chosen:
-            where = f"{model} {entry.get('dtype')} {layout} max_tokens {bucket['max_tokens']}"
+            where = (f"{model} {entry.get('dtype')} {layout} "
+                     f"{entry.get('device') or 'any device'} max_tokens {bucket['max_tokens']}")
             if args.block_m is not None and bucket["block_m"] != args.block_m:
                 print(f"{where}: block_m {bucket['block_m']} -> {args.block_m}")
                 bucket["block_m"] = args.block_m
@@ -127,14 +134,15 @@ def main():
                         print(f"{where}: {gemm}.{key} {json.dumps(old)} -> {json.dumps(value)}")
             changed += 1
     if changed == 0:
-        fail("no bucket matched the models, layout and token counts")
+        fail("no bucket matched the models, layout, device and token counts")
     # Written beside OUT and renamed: a twin --check refuses never stands at OUT.
     temp = args.out + ".tmp"
     with open(temp, "w") as f:
         json.dump(table, f, indent=1)
         f.write("\n")
     if args.check:
-        first = next(e for e in table["entries"] if shape_of(e) in shapes)
+        first = next(e for e in table["entries"] if shape_of(e) in shapes and (
+            args.device is None or e.get("device", "") == args.device))
         try:
             check(os.path.abspath(temp), first)
         except SystemExit:
