@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the GPU tests and the benchmarks on a device host from a bundle made by
 # ../shared/tools/device-bundle (.gpu/bin, .gpu/lib). Results go to $OUT (or ./gpu-out).
-#   tools/gpu_run.sh [tests|split|bench|precompile|tp-startup|embed|probes|all]
+#   tools/gpu_run.sh [tests|split|bench|moe|precompile|tp-startup|embed|probes|all]
 # split: the GPU tests in eight parts side by side (tools/gpu_split.sh), a log each under $OUT;
 # the fused MoE cases' CPU references bound the suite, so this takes a fraction of `tests`.
 # embed: the C ABI's and user kernels' GPU tests, the C-ABI launch benchmark and the Python
 # package (tools/gpu_python.sh against the prefix in .gpu/prefix).
+# moe: the fused MoE figures (FP8, fixed routing and 20 routings, the built-in table) and their
+# check against the targets (tools/bench/moe_acceptance.py; not part of `all`).
 # probes: the device probes of tools/probes, built here with nvcc (not part of `all`), a log each.
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -51,6 +53,11 @@ if [[ $what == embed || $what == all ]]; then
   "$bin/specjit-bench" capi --json "$out/capi-launch-h200.json" 2>&1
   SPECJIT_PREFIX=$PWD/.gpu/prefix OUT=$out/python C_BASELINE_JSON=$out/capi-launch-h200.json \
     tools/gpu_python.sh 2>&1 | tail -60
+fi
+if [[ $what == moe ]]; then
+  "$bin/specjit-bench" moe --dtypes fp8 --routings 20 --json "$out/moe.json" 2>&1 |
+    tee "$out/moe.txt" | grep -v warning
+  python3 tools/bench/moe_acceptance.py "$out/moe.json" 2>&1 | tee "$out/moe-acceptance.txt"
 fi
 if [[ $what == probes ]]; then
   # The decode probes first (the one-launch question at T = 1-16), then the rest; each one's
