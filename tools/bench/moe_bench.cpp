@@ -8,8 +8,8 @@
 // machine's device-to-device copy rate and reports it (machines of one pool differ).
 //   --tune   measures candidate tile configurations per token-count bucket and writes the
 //            table (ops/moe/config.h) to --table-out (default
-//            ops/moe/tables/moe-configs.json; after each shape, so a run cut short keeps
-//            the shapes it finished) and the swap-AB vs normal crossover (best of each orientation
+//            ops/moe/tables/moe-configs.json; after each bucket, so a run cut short keeps
+//            the buckets it finished) and the swap-AB vs normal crossover (best of each orientation
 //            per T) to
 //            --crossover (default docs/bench/moe-crossover-h200.json)
 //   --table  runs a tuned table file instead of the built-in one (ops/moe/builtin_table.h);
@@ -205,11 +205,17 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
   if (packed)
     pack_weights(engine, drv, s, *setup.buffers);
   // --packed tunes the shape's packed entry, which starts from the row-major one if it has none;
-  // the entry is this device's.
+  // the entry is this device's. A partial tune replaces only the buckets it measures; a device
+  // without an entry starts from the default rule's buckets, so that the entry serves every
+  // token count at every point of the tune.
   const runtime::DeviceFacts& device = engine.device_facts();
   MoeConfigEntry entry{s, device.arch, {}, weights(), device.name};
   if (const MoeConfigEntry* base = table ? table->find(s, device, weights()) : nullptr)
-    entry.buckets = base->buckets; // a partial tune replaces only the buckets it measures
+    entry.buckets = base->buckets;
+  else
+    for (int64_t bound : default_moe_buckets())
+      entry.buckets.push_back(
+          {bound, must(resolve_moe_config(s, bound, device, nullptr, weights()), "rule").config});
   prepare(s);
   for (size_t i = 0; i < std::size(k_tokens); ++i) {
     const int64_t tokens = k_tokens[i];
@@ -229,23 +235,24 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
       else
         entry.buckets.insert(at, {tokens, chosen});
       options.config = chosen;
+      store_tuned(entry);
     }
     measure(model, s, *setup.buffers, tokens, options, chosen,
             dtype == MoeDType::fp8 && peer_device ? &model.peer : nullptr, i);
   }
-  if (!tune)
-    return;
+}
+
+void MoeBench::store_tuned(const MoeConfigEntry& entry) {
   auto same =
       std::find_if(tuned.entries.begin(), tuned.entries.end(), [&](const MoeConfigEntry& e) {
         return e.shape == entry.shape && e.arch == entry.arch && e.weights == entry.weights &&
                e.device == entry.device;
       });
   if (same != tuned.entries.end())
-    *same = std::move(entry);
+    *same = entry;
   else
-    tuned.entries.push_back(std::move(entry));
-  // Written after every shape too, so that a tune cut short keeps the shapes it finished (a
-  // failure is reported here; the write at the end decides the exit status).
+    tuned.entries.push_back(entry);
+  // A failure is reported here; the write at the end decides the exit status.
   save_tuned_table();
 }
 
@@ -294,7 +301,7 @@ int run_moe_bench(int argc, char** argv) {
            "  --tokens   only these of the token counts 1,4,16,64,256,1024,4096; with --tune,\n"
            "             the table's other buckets are kept as they are\n"
            "  --verbose  with --tune, every candidate's GEMM us on stderr\n"
-           "  --table-out  with --tune, where the table goes, written after each shape\n"
+           "  --table-out  with --tune, where the table goes, written after each bucket\n"
            "  --handoff  GEMM2 takes each token block once GEMM1 has written it: FP8 from 32\n"
            "             tokens an expert on (automatic), always, or never\n"
            "  --launch-order  the wgmma GEMMs' CTAs take 8 token blocks per weight tile (grouped)\n"

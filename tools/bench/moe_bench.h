@@ -130,6 +130,10 @@ struct MoeBench {
   // Every selected token count of one model and dtype; --tune records the shape's entry.
   void run_shape(const Model& model, ops::MoeDType dtype);
 
+  // --tune: `entry` into the tuned table (replacing the one of its shape, layout and device) and
+  // the table to --table-out, after every bucket, so that a tune cut short keeps what it tuned.
+  void store_tuned(const ops::MoeConfigEntry& entry);
+
   // --tune's table, to --table-out: through a temporary file renamed over it, so that a run
   // stopped while writing leaves the previous table whole.
   bool save_tuned_table() const;
