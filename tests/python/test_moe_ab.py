@@ -44,3 +44,11 @@ def test_rows_without_routings_or_host_still_summarize(tmp_path):
     assert lines[0] == "qwen3-30b-a3b fp8 T=1024"
     assert "host" not in lines[1] and "x0.950" in lines[2]
     assert not any("routings" in line for line in lines)
+
+
+def test_gpu_ab_s_table_lines_come_first(tmp_path):
+    text = ("#### table base.json: the entries for 'NVIDIA H200' on 'NVIDIA H100 80GB HBM3'\n"
+            "#### bench base\n" + ROW.format(gemm=400.0))
+    lines = run(tmp_path, text)
+    assert lines[0] == "table base.json: the entries for 'NVIDIA H200' on 'NVIDIA H100 80GB HBM3'"
+    assert lines[1] == "mixtral-8x7b fp8 T=4"

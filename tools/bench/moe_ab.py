@@ -18,8 +18,9 @@ Then, here:
 prints, per model, dtype and T, each tag's mean GEMM us (GEMM1 alone + GEMM2 alone), layer
 us and, where the rows have it, the host's us in an eager call, over its runs, every run's GEMM
 us, and each tag's GEMM time over the first tag's; for runs with `--routings N`, a second line a
-tag with the same for the mean over the routings. Lines of other sections (`####` markers
-without `bench`) are skipped.
+tag with the same for the mean over the routings. tools/gpu_ab.sh's `#### table` lines (which
+device's entries each table ran) come first; lines of other sections (other `####` markers) are
+skipped.
 """
 import collections
 import re
@@ -32,14 +33,17 @@ ROUTINGS = re.compile(r"\s+(\d+)\s+([\d.]+) mean over (\d+) routings")
 
 
 def parse(lines):
-    """{(model, dtype, T): {tag: [(gemm, g1, g2, layer, host), ...]}}, the tags in order, and
-    {(model, dtype, T): {tag: [mean GEMM us over the routings, ...]}}.
+    """{(model, dtype, T): {tag: [(gemm, g1, g2, layer, host), ...]}}, the tags in order,
+    {(model, dtype, T): {tag: [mean GEMM us over the routings, ...]}}, and the `#### table` lines.
 
     host is None in rows written before the bench printed it (column 8 is then floor%)."""
     runs = collections.defaultdict(lambda: collections.defaultdict(list))
     routed = collections.defaultdict(lambda: collections.defaultdict(list))
     tags, tag, row = [], None, None
+    tables = []
     for line in lines:
+        if line.startswith("#### table "):
+            tables.append(line[len("#### "):].rstrip("\n"))
         marker = re.match(r"#### bench (\S+)", line)
         if marker:
             tag = marker.group(1)
@@ -60,7 +64,7 @@ def parse(lines):
         mean = ROUTINGS.match(line)
         if tag and row and mean:
             routed[(row[0], row[1], int(mean.group(1)))][tag].append(float(mean.group(2)))
-    return runs, tags, routed
+    return runs, tags, routed, tables
 
 
 def main():
@@ -68,10 +72,12 @@ def main():
         print(__doc__)
         return 2
     with open(sys.argv[1]) as text:
-        runs, tags, routed = parse(text)
+        runs, tags, routed, tables = parse(text)
     if not runs:
         print(f"no `#### bench TAG` sections with specjit-bench moe rows in {sys.argv[1]}")
         return 1
+    for line in tables:
+        print(line)
     for key in sorted(runs):
         model, dtype, tokens = key
         print(f"{model} {dtype} T={tokens}")
