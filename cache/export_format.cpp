@@ -3,9 +3,9 @@
 #include "cache/entry_auth.h"
 #include "cache/entry_format.h"
 
-#include <llvm/Support/Endian.h>
+#include "support/error.h"
 
-#include <fmt/format.h>
+#include <llvm/Support/Endian.h>
 
 #include <cassert>
 
@@ -25,10 +25,6 @@ void put_u64(std::string& out, uint64_t value) {
   char bytes[8];
   llvm::support::endian::write64le(bytes, value);
   out.append(bytes, 8);
-}
-
-llvm::Error fail(const std::string& what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", what.c_str());
 }
 
 } // namespace
@@ -56,46 +52,47 @@ llvm::Expected<std::vector<ExportRecord>> decode_export(llvm::StringRef bytes) {
   using llvm::support::endian::read32le;
   using llvm::support::endian::read64le;
   if (bytes.size() < k_header_size || !bytes.startswith(k_magic))
-    return fail("not a specjit export file (bad magic)");
+    return make_error(Errc::corrupt, "not a specjit export file (bad magic)");
   const uint32_t version = read32le(bytes.data() + 8);
   if (version != 1 && version != k_export_version)
-    return fail(fmt::format("export format version {} is not supported (this build reads {})",
-                            version, k_export_version));
+    return make_error(Errc::unsupported,
+                      "export format version {} is not supported (this build reads {})", version,
+                      k_export_version);
   const uint64_t count = read64le(bytes.data() + 16);
   llvm::StringRef rest = bytes.drop_front(k_header_size);
   // The shortest record: a kernel size and an entry size (and a tag size from version 2).
   if (count > rest.size() / 12)
-    return fail(fmt::format("claims {} entries, more than its size allows", count));
+    return make_error(Errc::corrupt, "claims {} entries, more than its size allows", count);
   std::vector<ExportRecord> records;
   for (uint64_t i = 0; i < count; ++i) {
     if (rest.size() < 4)
-      return fail(fmt::format("truncated in record {}", i));
+      return make_error(Errc::corrupt, "truncated in record {}", i);
     const uint32_t kernel_size = read32le(rest.data());
     rest = rest.drop_front(4);
     if (kernel_size > k_max_export_kernel_size || rest.size() < kernel_size + 8ull)
-      return fail(fmt::format("truncated or bad kernel name in record {}", i));
+      return make_error(Errc::corrupt, "truncated or bad kernel name in record {}", i);
     std::string kernel = rest.take_front(kernel_size).str();
     rest = rest.drop_front(kernel_size);
     const uint64_t entry_size = read64le(rest.data());
     rest = rest.drop_front(8);
     if (entry_size > rest.size() || entry_size > k_max_entry_bytes)
-      return fail(fmt::format("truncated or bad entry length in record {}", i));
+      return make_error(Errc::corrupt, "truncated or bad entry length in record {}", i);
     llvm::StringRef entry = rest.take_front(entry_size);
     rest = rest.drop_front(entry_size);
     llvm::StringRef tag;
     if (version >= 2) {
       const uint32_t tag_size = rest.size() < 4 ? UINT32_MAX : read32le(rest.data());
       if (tag_size != 0 && tag_size != k_tag_size)
-        return fail(fmt::format("truncated or bad tag length in record {}", i));
+        return make_error(Errc::corrupt, "truncated or bad tag length in record {}", i);
       if (rest.size() < 4ull + tag_size)
-        return fail(fmt::format("truncated tag in record {}", i));
+        return make_error(Errc::corrupt, "truncated tag in record {}", i);
       tag = rest.substr(4, tag_size);
       rest = rest.drop_front(4 + tag_size);
     }
     records.push_back({std::move(kernel), entry, tag});
   }
   if (!rest.empty())
-    return fail(fmt::format("{} trailing bytes after the last record", rest.size()));
+    return make_error(Errc::corrupt, "{} trailing bytes after the last record", rest.size());
   return records;
 }
 
