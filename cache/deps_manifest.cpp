@@ -153,7 +153,11 @@ std::string encode_deps_manifest(const Digest128& definition, llvm::ArrayRef<Dep
   os << llvm::json::Value(
       llvm::json::Object{{"definition", definition.hex()}, {"sets", std::move(array)}});
   os.flush();
-  return k_magic.str() + hash128(body).hex() + "\n" + body;
+  return frame_deps_manifest(body);
+}
+
+std::string frame_deps_manifest(llvm::StringRef body) {
+  return k_magic.str() + hash128(body).hex() + "\n" + body.str();
 }
 
 llvm::Expected<std::vector<DependencySet>> decode_deps_manifest(llvm::StringRef bytes,

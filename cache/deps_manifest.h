@@ -37,6 +37,8 @@ struct HeaderDependency {
 using DependencySet = std::vector<HeaderDependency>; // sorted by name, each name once
 
 std::string encode_deps_manifest(const Digest128& definition, llvm::ArrayRef<DependencySet> sets);
+// The file around a body: the header line with the body's checksum, then the body.
+std::string frame_deps_manifest(llvm::StringRef body);
 // Errc::corrupt for a bad checksum, malformed JSON or another definition's manifest.
 llvm::Expected<std::vector<DependencySet>> decode_deps_manifest(llvm::StringRef bytes,
                                                                 const Digest128& definition);

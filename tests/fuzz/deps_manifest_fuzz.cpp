@@ -23,12 +23,8 @@ namespace {
 // The definition the seeds (tests/fuzz/corpus/deps_manifest) name.
 const Digest128 k_definition = hash128("a definition");
 
-std::string with_body(llvm::StringRef body) {
-  return "specjit-deps 1 " + hash128(body).hex() + "\n" + body.str();
-}
-
 llvm::Expected<std::vector<cache::DependencySet>> decode(llvm::StringRef body) {
-  return cache::decode_deps_manifest(with_body(body), k_definition);
+  return cache::decode_deps_manifest(cache::frame_deps_manifest(body), k_definition);
 }
 
 } // namespace
