@@ -214,8 +214,7 @@ void MoeBench::run_shape(const Model& model, MoeDType dtype) {
     entry.buckets = base->buckets;
   else
     for (int64_t bound : default_moe_buckets())
-      entry.buckets.push_back(
-          {bound, must(resolve_moe_config(s, bound, device, nullptr, weights()), "rule").config});
+      entry.buckets.push_back({bound, default_moe_config(s, bound, device)});
   prepare(s);
   for (size_t i = 0; i < std::size(k_tokens); ++i) {
     const int64_t tokens = k_tokens[i];
