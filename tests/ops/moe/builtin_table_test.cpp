@@ -48,34 +48,31 @@ TEST_CASE("the built-in MoE table is ops/moe/tables/moe-configs.json, byte for b
   REQUIRE_MESSAGE(static_cast<bool>(parsed), llvm::toString(parsed.takeError()));
   const MoeConfigTable& table = builtin_moe_config_table();
   CHECK(table.entries.size() == parsed->entries.size());
-  // Each reference shape has an entry of each weight layout, and every bucket of every entry is a
-  // configuration the kernels can run (resolve_moe_config checks it).
-  for (const MoeShape& shape : k_reference_shapes)
-    for (MoeWeightLayout weights : {MoeWeightLayout::row_major, MoeWeightLayout::packed}) {
-      const MoeConfigEntry* entry = table.find(shape, k_h200, weights);
-      REQUIRE(entry != nullptr);
-      CHECK(entry->weights == weights);
-      CHECK(entry->device == "NVIDIA H200");
-      CHECK(entry->buckets.back().max_tokens == 4096);
-      for (const MoeConfigBucket& bucket : entry->buckets) {
-        auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_h200, &table, weights);
-        REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));
-        CHECK(resolved->config == bucket.config);
-      }
-    }
-  // The H100's entries: row-major weights only, so packed weights take the row-major entry.
-  for (const MoeShape& shape : k_reference_shapes) {
-    const MoeConfigEntry* entry = table.find(shape, k_h100, MoeWeightLayout::row_major);
+  // The entry that serves `shape` on `device` with `weights`: named `name`, ending at 4096, and
+  // every bucket a configuration the kernels can run (resolve_moe_config checks it).
+  auto served = [&](const MoeShape& shape, const runtime::DeviceFacts& device,
+                    MoeWeightLayout weights, const char* name) {
+    const MoeConfigEntry* entry = table.find(shape, device, weights);
     REQUIRE(entry != nullptr);
-    CHECK(entry->device == "NVIDIA H100 80GB HBM3");
-    CHECK(entry->weights == MoeWeightLayout::row_major);
-    CHECK(table.find(shape, k_h100, MoeWeightLayout::packed) == entry);
+    CHECK(entry->device == name);
     CHECK(entry->buckets.back().max_tokens == 4096);
     for (const MoeConfigBucket& bucket : entry->buckets) {
-      auto resolved = resolve_moe_config(shape, bucket.max_tokens, k_h100, &table);
+      auto resolved = resolve_moe_config(shape, bucket.max_tokens, device, &table, weights);
       REQUIRE_MESSAGE(static_cast<bool>(resolved), llvm::toString(resolved.takeError()));
       CHECK(resolved->config == bucket.config);
     }
+    return entry;
+  };
+  // On the H200 each reference shape has an entry of each weight layout.
+  for (const MoeShape& shape : k_reference_shapes)
+    for (MoeWeightLayout weights : {MoeWeightLayout::row_major, MoeWeightLayout::packed})
+      CHECK(served(shape, k_h200, weights, "NVIDIA H200")->weights == weights);
+  // The H100's entries: row-major weights only, so packed weights take the row-major entry.
+  for (const MoeShape& shape : k_reference_shapes) {
+    const MoeConfigEntry* entry =
+        served(shape, k_h100, MoeWeightLayout::row_major, "NVIDIA H100 80GB HBM3");
+    CHECK(entry->weights == MoeWeightLayout::row_major);
+    CHECK(served(shape, k_h100, MoeWeightLayout::packed, "NVIDIA H100 80GB HBM3") == entry);
   }
 }
 
