@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# F1: libFuzzer on the entry parser and the manifest parser (tests/fuzz).
+# F1: libFuzzer on the readers of bytes others write (tests/fuzz; docs/reliability.md lists them).
 #   tools/fuzz.sh           the bounded run CI does (ctest label `fuzz`, 20000 runs each)
 #   tools/fuzz.sh long      10^6 executions each (docs/reliability.md has the last result)
 # With GCC the targets link libFuzzer's runtime from libclang-rt-14-dev (installed if missing).
