@@ -7,12 +7,14 @@
 # default rule to decide on an H100, and the A/B would compare nothing): the entries for the
 # host's GPU where the table has some, else those of the first device it names; $AB_DEVICE
 # picks another. The log says which.
-# TAG=TABLE@LIB: that run loads libspecjit from the folder LIB first (an A/B of two builds: bundle
-# the other build's .gpu/lib/libspecjit.so.1 into, say, .gpu/lib-old).
-# Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE[@LIB] [TAG=TABLE[@LIB]...]  (NAME: $AB_NAME)
+# TAG=TABLE@BUNDLE: that run is another build's, BUNDLE/bin/specjit-bench with BUNDLE/lib first
+# (an A/B of two builds: device-bundle the other build into, say, .gpu/old). The bench links
+# the ops and the JIT statically, so a build is its bench, not only its libspecjit.
+# Usage: tools/gpu_ab.sh ROUNDS "BENCH ARGS" TAG=TABLE[@BUNDLE] [TAG=TABLE[@BUNDLE]...]
+#   (log name: $AB_NAME)
 #   e.g. tools/gpu_ab.sh 2 "--dtypes fp8 --models mixtral --tokens 4,64 --routings 20" \
 #          base=ops/moe/tables/moe-configs.json new=.gpu/tables/new.json
-#        tools/gpu_ab.sh 2 "--dtypes fp8" old=ops/moe/tables/moe-configs.json@.gpu/lib-old \
+#        tools/gpu_ab.sh 2 "--dtypes fp8" old=ops/moe/tables/moe-configs.json@.gpu/old \
 #          new=ops/moe/tables/moe-configs.json
 set -uo pipefail
 out=${OUT:-gpu-out}
@@ -22,13 +24,13 @@ rounds=$1 args=$2
 shift 2
 log="$out/${AB_NAME:-ab}.txt"
 json=$(mktemp -d) # each run's report and table copy; the rows in the log are what the A/B reads
-table_of() { # TAG=TABLE[@LIB] -> TABLE
+table_of() { # TAG=TABLE[@BUNDLE] -> TABLE
   local spec=${1#*=}
   echo "${spec%%@*}"
 }
-lib_of() { # TAG=TABLE[@LIB] -> LIB: followed by a colon, or nothing
+bundle_of() { # TAG=TABLE[@BUNDLE] -> BUNDLE, else .gpu
   local spec=${1#*=}
-  [[ $spec == *@* ]] && echo "${spec#*@}:"
+  [[ $spec == *@* ]] && echo "${spec#*@}" || echo .gpu
 }
 host=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)
 for pair in "$@"; do
@@ -51,8 +53,9 @@ for ((round = 1; round <= rounds; ++round)); do
   for pair in "$@"; do
     echo "#### bench ${pair%%=*} round $round $(date -u +%H:%M:%S)" >>"$log"
     # shellcheck disable=SC2086 # the bench arguments are words
-    LD_LIBRARY_PATH="$(lib_of "$pair")$LD_LIBRARY_PATH" \
-      .gpu/bin/specjit-bench moe $args --table "$json/${pair%%=*}.table.json" \
+    bundle=$(bundle_of "$pair")
+    LD_LIBRARY_PATH="$bundle/lib:$LD_LIBRARY_PATH" \
+      "$bundle/bin/specjit-bench" moe $args --table "$json/${pair%%=*}.table.json" \
       --json "$json/${pair%%=*}-$round.json" >>"$log" 2>&1 ||
       echo "#### failed: ${pair%%=*} round $round (exit $?)" | tee -a "$log"
   done
