@@ -25,7 +25,8 @@ def flops(row):
 
 
 def judge(row):
-    """The row's points: name -> True, False or None (not a point at this T), and the limit flag."""
+    """The row's points: name -> True, False or None (not a point at this T), the limit flag and
+    the fraction of the floor the points judge."""
     t = row["tokens"]
     samples = row.get("routing_samples") or {}
     pairs = [(row["gemm_us"], row["peer_gemm_us"])]
@@ -43,7 +44,7 @@ def judge(row):
         "peer": all(gemm < peer for gemm, peer in pairs),
         "1.2x": wants_12,
         "floor": None if wanted_floor is None else fraction >= wanted_floor,
-    }, limit
+    }, limit, fraction
 
 
 def main():
@@ -63,10 +64,9 @@ def main():
     counts = {"peer": (0, 0), "1.2x": (0, 0), "floor": (0, 0)}
     limits = 0
     for row in rows:
-        points, limit = judge(row)
+        points, limit, fraction = judge(row)
         limits += limit
         samples = row.get("routing_samples") or {}
-        fraction = samples.get("fraction_of_floor", row["fraction_of_floor"])
         mean = samples.get("gemm_us_mean")
         peer_mean = samples.get("peer_gemm_us_mean")
         mean_cells = (f"{mean:8.1f} {peer_mean:7.1f} {peer_mean / mean:5.2f}"
