@@ -73,8 +73,13 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
   };
   if (per_expert <= 32) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
+    // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, which most experts'
+    // tokens fit in one, and GEMM1 on e4m3 tensor cores over the whole K, one tile at a time
+    // from the dynamic schedule, as the H200's and the H100's tuned tiles there (Qwen3 T = 256,
+    // Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Open").
+    const bool fp8_mid = shape.dtype == MoeDType::fp8 && per_expert > 4 && per_expert <= 16;
     c.block_m = 8;
-    while (c.block_m < per_expert)
+    while (c.block_m < (fp8_mid ? 2 * per_expert : per_expert))
       c.block_m *= 2;
     // Two warpgroups split K when the CTAs (64 output columns x expert) would not fill the GPU.
     auto split = [&](int64_t out_columns) {
@@ -84,6 +89,13 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
     c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
+    if (fp8_mid) {
+      c.gemm1.stages = 4;
+      c.gemm1.e4m3 = c.gemm1.whole_k = true;
+      // The dynamic schedule takes 128-row tiles on one warpgroup only.
+      if (!packed && c.gemm1.warpgroups == 1)
+        c.gemm1.schedule = MoeSchedule::dynamic;
+    }
   } else if (shape.dtype == MoeDType::fp8) {
     // The H200 table's prefill families: two warpgroups (blocks of 128 tokens), GEMM1 on e4m3
     // tensor cores over the whole K (on the sorted e4m3 copy of the tokens for top_k <= 2 from

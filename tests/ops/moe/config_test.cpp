@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace specjit;
@@ -467,6 +468,45 @@ TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per
   DeviceFacts small = h200;
   small.multiprocessors = 78;
   CHECK(default_moe_config(mixtral, 1, small).gemm2.warpgroups == 1);
+}
+
+// FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, GEMM1 on e4m3 tensor
+// cores over the whole K on the dynamic schedule; outside that range and for bf16, as before. Each
+// such configuration compiles clean (no spills, no C75xx) on the reference and scaled shapes.
+TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles from 5 to 16 FP8 "
+          "tokens an expert") {
+  const Arch sm90a{9, 0, true};
+  const MoeShape qwen3{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  CHECK(default_moe_config(qwen3, 256, sm90a).describe() ==
+        "m32 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8]"); // 16 an expert
+  CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);               // 16
+  CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16);             // 8
+  CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16);             // 5
+  // 4 and 17-32 tokens an expert, and bf16: the next power of two, f16 MMAs.
+  for (const auto& [shape, tokens, block_m] :
+       {std::tuple{qwen3, int64_t{64}, 8}, std::tuple{deepseek, int64_t{1024}, 32},
+        std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16}}) {
+    const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
+    CHECK(c.block_m == block_m);
+    CHECK_FALSE(c.gemm1.e4m3);
+    CHECK_FALSE(c.gemm1.dynamic());
+  }
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  std::set<std::string> compiled;
+  for (const MoeShape& shape :
+       {qwen3, mixtral, deepseek, MoeShape{16, 4, 4096, 14336, MoeDType::fp8},
+        MoeShape{512, 16, 7168, 256, MoeDType::fp8}, MoeShape{64, 6, 2048, 1408, MoeDType::fp8}})
+    for (int64_t tokens : {64, 256}) {
+      const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
+      if (!c.gemm1.e4m3 || !c.gemm1.swap_ab || !compiled.insert(c.describe()).second)
+        continue;
+      INFO(shape.experts << " experts, T = " << tokens << ": " << c.describe());
+      CHECK(check_wgmma_variants_compile(engine, shape, c) == 2);
+    }
+  CHECK(compiled.size() >= 2);
 }
 
 // The dynamic schedule's order of its items (kernels_src/moe/dynamic_order.h, the kernels' own
