@@ -65,19 +65,33 @@ int wgmma_block_n(int64_t out_columns, bool gated) {
   return 64;
 }
 
+// FP8 GEMM2 in the normal orientation over a short K (the intermediate: DeepSeek's 256 bytes is
+// 2 stages of 128, Qwen3's 768 6): several weight tiles a CTA, the fewest that give each CTA at
+// least 24 stages to stream, so that its setup, fill and drain are paid once for them (the tuned
+// tiles: DeepSeek 14 tiles of 128, Qwen3 T = 4096 4 of 256).
+int short_k_tiles(const MoeShape& shape, int block_n) {
+  const int64_t stages = shape.intermediate / 128;
+  const int64_t tiles = shape.hidden / block_n;
+  for (int64_t d = 1; d <= std::min<int64_t>(tiles, 64); ++d)
+    if (tiles % d == 0 && d * stages >= 24)
+      return static_cast<int>(d);
+  return 1;
+}
+
 MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
                             int64_t sms) {
   MoeTileConfig c;
   auto tile = [](int block_n, int stages, bool swap_ab, int warpgroups) {
     return GemmTile::wgmma_tile(block_n, stages, swap_ab, warpgroups);
   };
-  if (per_expert <= 32) {
+  const bool fp8 = shape.dtype == MoeDType::fp8;
+  if (per_expert <= (fp8 ? 16 : 32)) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
     // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, which most experts'
     // tokens fit in one, and GEMM1 on e4m3 tensor cores over the whole K, one tile at a time
     // from the dynamic schedule, as the H200's and the H100's tuned tiles there (Qwen3 T = 256,
     // Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Open").
-    const bool fp8_mid = shape.dtype == MoeDType::fp8 && per_expert > 4 && per_expert <= 16;
+    const bool fp8_mid = fp8 && per_expert > 4;
     c.block_m = 8;
     while (c.block_m < (fp8_mid ? 2 * per_expert : per_expert))
       c.block_m *= 2;
@@ -96,7 +110,16 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
       if (!packed && c.gemm1.warpgroups == 1)
         c.gemm1.schedule = MoeSchedule::dynamic;
     }
-  } else if (shape.dtype == MoeDType::fp8) {
+  } else if (fp8 && per_expert <= 32) {
+    // FP8 from 17 to 32 tokens an expert: the normal orientation in blocks of 64 tokens, one
+    // warpgroup, GEMM1 on e4m3 tensor cores over the whole K, as both devices' tuned tiles at
+    // DeepSeek T = 1024 (swap-AB blocks of 32 on f16 MMAs took 2.0x their time on an H100).
+    c.block_m = 64;
+    c.gemm1 = tile(128, 4, false, 1);
+    c.gemm1.e4m3 = c.gemm1.whole_k = true;
+    c.gemm2 = tile(128, 4, false, 1);
+    c.gemm2.tiles = short_k_tiles(shape, c.gemm2.block_n);
+  } else if (fp8) {
     // The H200 table's prefill families: two warpgroups (blocks of 128 tokens), GEMM1 on e4m3
     // tensor cores over the whole K (on the sorted e4m3 copy of the tokens for top_k <= 2 from
     // 256 tokens an expert), GEMM2 over the whole K, both 256 weight rows wide where the outputs
@@ -109,6 +132,7 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm1.sorted_tokens = shape.top_k <= 2 && per_expert >= 256;
     c.gemm2 = tile(wgmma_block_n(shape.hidden, false), 4, false, 2);
     c.gemm2.whole_k = true;
+    c.gemm2.tiles = short_k_tiles(shape, c.gemm2.block_n);
   } else {
     const int warpgroups = per_expert <= 96 ? 1 : 2;
     c.block_m = 64 * warpgroups;

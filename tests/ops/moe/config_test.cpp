@@ -53,15 +53,17 @@ TEST_CASE("wgmma tiles follow their orientation's rules and need sm_90a") {
   CHECK(!big.gemm1.swap_ab);
   CHECK(big.block_m == 64 * big.gemm1.warpgroups);
   // FP8 prefill: the H200 table's families, GEMM1 on e4m3 tensor cores and both GEMMs over the
-  // whole K, 256 wide in two warpgroups; the sorted e4m3 copy of the tokens for top-2 models
-  // from 256 tokens an expert. bf16 keeps its tiles.
-  CHECK(big.describe() == "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 e4m3w]");
+  // whole K, 256 wide in two warpgroups, GEMM2 several tiles a CTA where its K is short (at
+  // least 24 stages a CTA); the sorted e4m3 copy of the tokens for top-2 models from 256 tokens
+  // an expert. bf16 keeps its tiles.
+  CHECK(big.describe() == "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 t4 e4m3w]");
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   CHECK(default_moe_config(mixtral, 4096, sm90a).gemm1.sorted_tokens);
   CHECK(!default_moe_config(mixtral, 256, sm90a).gemm1.sorted_tokens); // 64 tokens an expert
   const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
   CHECK(default_moe_config(deepseek, 4096, sm90a).describe() ==
-        "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 e4m3w]");
+        "m128 g1[wgmma n256 g2 s4 e4m3w] g2[wgmma n256 g2 s4 t14 e4m3w]");
+  CHECK(default_moe_config(mixtral, 4096, sm90a).gemm2.tiles == 1); // K: 112 stages
   MoeShape bf16 = shape;
   bf16.dtype = MoeDType::bf16;
   const MoeTileConfig big_bf16 = default_moe_config(bf16, 4096, sm90a);
@@ -471,9 +473,10 @@ TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per
 }
 
 // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, GEMM1 on e4m3 tensor
-// cores over the whole K on the dynamic schedule; outside that range and for bf16, as before. Each
-// such configuration compiles clean (no spills, no C75xx) on the reference and scaled shapes.
-TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles from 5 to 16 FP8 "
+// cores over the whole K on the dynamic schedule; from 17 to 32 the normal orientation in blocks
+// of 64; at 4 and below and for bf16, as before. Each e4m3 configuration compiles clean (no
+// spills, no C75xx) on the reference and scaled shapes, the prefill ones too.
+TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles from 5 to 32 FP8 "
           "tokens an expert") {
   const Arch sm90a{9, 0, true};
   const MoeShape qwen3{128, 8, 2048, 768, MoeDType::fp8};
@@ -484,10 +487,16 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);               // 16
   CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16);             // 8
   CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16);             // 5
-  // 4 and 17-32 tokens an expert, and bf16: the next power of two, f16 MMAs.
+  // 17-32: the normal orientation in blocks of 64, one warpgroup, e4m3 GEMM1, GEMM2 several
+  // tiles a CTA over DeepSeek's short K.
+  CHECK(default_moe_config(deepseek, 1024, sm90a).describe() ==
+        "m64 g1[wgmma n128 g1 s4 e4m3w] g2[wgmma n128 g1 s4 t14]");
+  CHECK(default_moe_config(deepseek, 544, sm90a).block_m == 64); // 17
+  // 4 tokens an expert, and bf16: the next power of two, f16 MMAs.
   for (const auto& [shape, tokens, block_m] :
-       {std::tuple{qwen3, int64_t{64}, 8}, std::tuple{deepseek, int64_t{1024}, 32},
-        std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16}}) {
+       {std::tuple{qwen3, int64_t{64}, 8},
+        std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16},
+        std::tuple{MoeShape{256, 8, 7168, 256, MoeDType::bf16}, int64_t{1024}, 32}}) {
     const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
     CHECK(c.block_m == block_m);
     CHECK_FALSE(c.gemm1.e4m3);
@@ -499,9 +508,9 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   for (const MoeShape& shape :
        {qwen3, mixtral, deepseek, MoeShape{16, 4, 4096, 14336, MoeDType::fp8},
         MoeShape{512, 16, 7168, 256, MoeDType::fp8}, MoeShape{64, 6, 2048, 1408, MoeDType::fp8}})
-    for (int64_t tokens : {64, 256}) {
+    for (int64_t tokens : {64, 256, 1024, 4096}) {
       const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
-      if (!c.gemm1.e4m3 || !c.gemm1.swap_ab || !compiled.insert(c.describe()).second)
+      if (!c.gemm1.e4m3 || !compiled.insert(c.describe()).second)
         continue;
       INFO(shape.experts << " experts, T = " << tokens << ": " << c.describe());
       CHECK(check_wgmma_variants_compile(engine, shape, c) == 2);
