@@ -90,7 +90,7 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, which most experts'
     // tokens fit in one, and GEMM1 on e4m3 tensor cores over the whole K, one tile at a time
     // from the dynamic schedule, as the H200's and the H100's tuned tiles there (Qwen3 T = 256,
-    // Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Open").
+    // Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Tile configurations").
     const bool fp8_mid = fp8 && per_expert > 4;
     c.block_m = 8;
     while (c.block_m < (fp8_mid ? 2 * per_expert : per_expert))
