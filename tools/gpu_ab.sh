@@ -52,8 +52,8 @@ done
 for ((round = 1; round <= rounds; ++round)); do
   for pair in "$@"; do
     echo "#### bench ${pair%%=*} round $round $(date -u +%H:%M:%S)" >>"$log"
-    # shellcheck disable=SC2086 # the bench arguments are words
     bundle=$(bundle_of "$pair")
+    # shellcheck disable=SC2086 # the bench arguments are words
     LD_LIBRARY_PATH="$bundle/lib:$LD_LIBRARY_PATH" \
       "$bundle/bin/specjit-bench" moe $args --table "$json/${pair%%=*}.table.json" \
       --json "$json/${pair%%=*}-$round.json" >>"$log" 2>&1 ||
