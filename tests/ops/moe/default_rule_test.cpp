@@ -1,0 +1,78 @@
+// The fused MoE's default tile rule without a GPU (ops/moe/default_rule.cpp, `default_moe_config`):
+// the configuration a shape gets where no table entry serves it, sized by the target's SMs, and
+// its e4m3 configurations compiled for sm_90a. The orientation's rules it must keep:
+// config_test.cpp.
+#include "engine_fixture.h"
+#include "moe_test_support.h"
+
+#include "ops/moe/config.h"
+#include "runtime/engine.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+#include <tuple>
+
+using namespace specjit;
+using namespace specjit::runtime;
+using namespace specjit::ops;
+using namespace specjit::test;
+
+TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per expert") {
+  // Mixtral at T = 1: two experts, GEMM1 224 CTAs of 64 columns, GEMM2 128.
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  DeviceFacts h200 = DeviceFacts::for_target(Arch{9, 0, true});
+  const MoeTileConfig on_h200 = default_moe_config(mixtral, 1, h200);
+  CHECK(on_h200 == default_moe_config(mixtral, 1, Arch{9, 0, true}));
+  CHECK(on_h200.gemm2.warpgroups == 2); // 128 CTAs do not fill 132 SMs: K split in two
+  DeviceFacts small = h200;
+  small.multiprocessors = 78;
+  CHECK(default_moe_config(mixtral, 1, small).gemm2.warpgroups == 1);
+}
+
+// FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, GEMM1 on e4m3 tensor
+// cores over the whole K on the dynamic schedule; from 17 to 32 the normal orientation in blocks
+// of 64; at 4 and below and for bf16, as before. Each e4m3 configuration compiles clean (no
+// spills, no C75xx) on the reference and scaled shapes, the prefill ones too.
+TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles from 5 to 32 FP8 "
+          "tokens an expert") {
+  const Arch sm90a{9, 0, true};
+  const MoeShape qwen3{128, 8, 2048, 768, MoeDType::fp8};
+  const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
+  const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
+  CHECK(default_moe_config(qwen3, 256, sm90a).describe() ==
+        "m32 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8]"); // 16 an expert
+  CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);               // 16
+  CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16);             // 8
+  CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16);             // 5
+  // 17-32: the normal orientation in blocks of 64, one warpgroup, e4m3 GEMM1, GEMM2 several
+  // tiles a CTA over DeepSeek's short K.
+  CHECK(default_moe_config(deepseek, 1024, sm90a).describe() ==
+        "m64 g1[wgmma n128 g1 s4 e4m3w] g2[wgmma n128 g1 s4 t14]");
+  CHECK(default_moe_config(deepseek, 544, sm90a).block_m == 64); // 17
+  // 4 tokens an expert, and bf16: the next power of two, f16 MMAs.
+  for (const auto& [shape, tokens, block_m] :
+       {std::tuple{qwen3, int64_t{64}, 8},
+        std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16},
+        std::tuple{MoeShape{256, 8, 7168, 256, MoeDType::bf16}, int64_t{1024}, 32}}) {
+    const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
+    CHECK(c.block_m == block_m);
+    CHECK_FALSE(c.gemm1.e4m3);
+    CHECK_FALSE(c.gemm1.dynamic());
+  }
+  TempDir dir;
+  Engine engine(test::config_in(dir));
+  std::set<std::string> compiled;
+  for (const MoeShape& shape :
+       {qwen3, mixtral, deepseek, MoeShape{16, 4, 4096, 14336, MoeDType::fp8},
+        MoeShape{512, 16, 7168, 256, MoeDType::fp8}, MoeShape{64, 6, 2048, 1408, MoeDType::fp8}})
+    for (int64_t tokens : {64, 256, 1024, 4096}) {
+      const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
+      if (!c.gemm1.e4m3 || !compiled.insert(c.describe()).second)
+        continue;
+      INFO(shape.experts << " experts, T = " << tokens << ": " << c.describe());
+      CHECK(check_wgmma_variants_compile(engine, shape, c) == 2);
+    }
+  CHECK(compiled.size() >= 2);
+}
