@@ -78,6 +78,20 @@ int short_k_tiles(const MoeShape& shape, int block_n) {
   return 1;
 }
 
+// FP8 swap-AB GEMM2 over a short K (DeepSeek's 2 stages, Qwen3's 6): several 64-column tiles a
+// CTA, the fewest (a power of two up to 8) that give each CTA 8 stages, as both devices' tuned
+// tiles (DeepSeek t4 at T = 4-256, Qwen3 t2-t8), while the CTAs stay at least four an SM (at
+// decode the tuned tiles kept their CTAs: Qwen3 and DeepSeek T = 1 take no tiles).
+int swap_short_k_tiles(const MoeShape& shape, int64_t experts_hit, int64_t sms) {
+  const int64_t stages = shape.intermediate / 128;
+  const int64_t columns = shape.hidden / 64;
+  int tiles = 1;
+  while (tiles < 8 && tiles * stages < 8 && columns % (tiles * 2) == 0 &&
+         experts_hit * columns / (tiles * 2) >= 4 * sms)
+    tiles *= 2;
+  return tiles;
+}
+
 MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t experts_hit,
                             int64_t sms) {
   MoeTileConfig c;
@@ -103,6 +117,8 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
     c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
+    if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
+      c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
     if (fp8_mid) {
       c.gemm1.stages = 4;
       c.gemm1.e4m3 = c.gemm1.whole_k = true;

@@ -42,7 +42,17 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
   const MoeShape deepseek{256, 8, 7168, 256, MoeDType::fp8};
   CHECK(default_moe_config(qwen3, 256, sm90a).describe() ==
-        "m32 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8]"); // 16 an expert
+        "m32 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8 t2]"); // 16 an expert
+  // FP8 swap-AB GEMM2 over a short K: the fewest tiles a CTA that give it 8 stages (DeepSeek's 2
+  // a tile: 4, Qwen3's 6: 2), while the CTAs stay four an SM; Mixtral's long K takes none.
+  CHECK(default_moe_config(deepseek, 256, sm90a).describe() ==
+        "m16 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8 t4]");
+  CHECK(default_moe_config(deepseek, 4, sm90a).gemm2.tiles == 4);
+  CHECK(default_moe_config(deepseek, 1, sm90a).gemm2.tiles == 1); // 8 experts: 896 CTAs
+  CHECK(default_moe_config(qwen3, 1, sm90a).gemm2.tiles == 1);
+  CHECK(default_moe_config(mixtral, 64, sm90a).gemm2.tiles == 1);
+  CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 256, sm90a).gemm2.tiles ==
+        1);
   CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);               // 16
   CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16);             // 8
   CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16);             // 5
