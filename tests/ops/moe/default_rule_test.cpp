@@ -49,7 +49,13 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
         "m16 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8 t4]");
   CHECK(default_moe_config(deepseek, 4, sm90a).gemm2.tiles == 4);
   CHECK(default_moe_config(deepseek, 1, sm90a).gemm2.tiles == 1); // 8 experts: 896 CTAs
-  CHECK(default_moe_config(qwen3, 1, sm90a).gemm2.tiles == 1);
+  // The op asks at its bucket's bound, so T = 1 runs the T <= 4 bucket's tiles: DeepSeek's t4
+  // (32 experts), and for Qwen3 none (32 experts x 16 CTAs is under four an SM).
+  auto one_token = resolve_moe_config(deepseek, 1, sm90a, nullptr);
+  REQUIRE(static_cast<bool>(one_token));
+  CHECK(one_token->bucket == 4);
+  CHECK(one_token->config.gemm2.tiles == 4);
+  CHECK(default_moe_config(qwen3, 4, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(mixtral, 64, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 256, sm90a).gemm2.tiles ==
         1);
