@@ -48,7 +48,7 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   CHECK(default_moe_config(deepseek, 256, sm90a).describe() ==
         "m16 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8 t4]");
   CHECK(default_moe_config(deepseek, 4, sm90a).gemm2.tiles == 4);
-  CHECK(default_moe_config(deepseek, 1, sm90a).gemm2.tiles == 1); // 8 experts: 896 CTAs
+  CHECK(default_moe_config(deepseek, 1, sm90a).gemm2.tiles == 1); // 8 experts: 896 CTAs, 448 at t2
   // The op asks at its bucket's bound, so T = 1 runs the T <= 4 bucket's tiles: DeepSeek's t4
   // (32 experts), and for Qwen3 none (32 experts x 16 CTAs is under four an SM).
   auto one_token = resolve_moe_config(deepseek, 1, sm90a, nullptr);
