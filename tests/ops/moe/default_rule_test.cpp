@@ -59,9 +59,9 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   CHECK(default_moe_config(mixtral, 64, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 256, sm90a).gemm2.tiles ==
         1);
-  CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);               // 16
-  CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16);             // 8
-  CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16);             // 5
+  CHECK(default_moe_config(mixtral, 64, sm90a).block_m == 32);   // 16
+  CHECK(default_moe_config(deepseek, 256, sm90a).block_m == 16); // 8
+  CHECK(default_moe_config(deepseek, 160, sm90a).block_m == 16); // 5
   // 17-32: the normal orientation in blocks of 64, one warpgroup, e4m3 GEMM1, GEMM2 several
   // tiles a CTA over DeepSeek's short K.
   CHECK(default_moe_config(deepseek, 1024, sm90a).describe() ==
