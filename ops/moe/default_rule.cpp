@@ -1,6 +1,7 @@
 // The default tile rule of the fused MoE layer (ops/moe/config.h: default_moe_config):
 // the configuration a shape gets on a target where no table entry serves it.
 #include "ops/moe/config.h"
+#include "ops/moe/detail.h"
 
 #include <algorithm>
 
@@ -65,12 +66,17 @@ int wgmma_block_n(int64_t out_columns, bool gated) {
   return 64;
 }
 
+// GEMM2's K (the intermediate) in pipeline stages of 128 bytes.
+int64_t gemm2_k_stages(const MoeShape& shape) {
+  return shape.intermediate * moe_detail::element_bytes(shape.dtype) / 128;
+}
+
 // FP8 GEMM2 in the normal orientation over a short K (the intermediate: DeepSeek's 256 bytes is
 // 2 stages of 128, Qwen3's 768 6): several weight tiles a CTA, the fewest that give each CTA at
 // least 24 stages to stream, so that its setup, fill and drain are paid once for them (the tuned
 // tiles: DeepSeek 14 tiles of 128, Qwen3 T = 4096 4 of 256).
 int short_k_tiles(const MoeShape& shape, int block_n) {
-  const int64_t stages = shape.intermediate / 128;
+  const int64_t stages = gemm2_k_stages(shape);
   const int64_t tiles = shape.hidden / block_n;
   for (int64_t d = 1; d <= std::min<int64_t>(tiles, 64); ++d)
     if (tiles % d == 0 && d * stages >= 24)
@@ -84,7 +90,7 @@ int short_k_tiles(const MoeShape& shape, int block_n) {
 // H100 against one tile a CTA: DeepSeek T = 4-256 3-15 % faster, T = 1 (the T <= 4 bucket's t4)
 // 2 % slower; Qwen3 T = 16-256 1-2 % faster.
 int swap_short_k_tiles(const MoeShape& shape, int64_t experts_hit, int64_t sms) {
-  const int64_t stages = shape.intermediate / 128;
+  const int64_t stages = gemm2_k_stages(shape);
   const int64_t columns = shape.hidden / 64;
   int tiles = 1;
   while (tiles < 8 && tiles * stages < 8 && columns % (tiles * 2) == 0 &&

@@ -1,5 +1,5 @@
 // Shared by the fused MoE op's files (ops/moe/: fused_moe.cpp, kernels.cpp, stages.cpp,
-// gemm_mma.cpp, gemm_wgmma.cpp, plan.cpp); not part of the public API.
+// gemm_mma.cpp, gemm_wgmma.cpp, plan.cpp, default_rule.cpp); not part of the public API.
 #pragma once
 
 #include "kernels_src/moe/gemm_args.h"
