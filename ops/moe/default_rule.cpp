@@ -108,10 +108,12 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
   const bool fp8 = shape.dtype == MoeDType::fp8;
   if (per_expert <= (fp8 ? 16 : 32)) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
-    // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, which most experts'
-    // tokens fit in one, and GEMM1 on e4m3 tensor cores over the whole K, one tile at a time
-    // from the dynamic schedule, as the H200's and the H100's tuned tiles there (Qwen3 T = 256,
-    // Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Tile configurations").
+    // FP8 GEMM1 on e4m3 tensor cores over the whole K: no conversion of the weight stream, as
+    // 19 of the two devices' 22 tuned FP8 GEMM1 tiles at up to 4 tokens an expert. From 5 to 16
+    // tokens an expert (the mean): blocks of twice the mean, which most experts' tokens fit in
+    // one, and GEMM1 one tile at a time from the dynamic schedule, as the H200's and the H100's
+    // tuned tiles there (Qwen3 T = 256, Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Tile
+    // configurations").
     const bool fp8_mid = fp8 && per_expert > 4;
     c.block_m = 8;
     while (c.block_m < (fp8_mid ? 2 * per_expert : per_expert))
@@ -126,9 +128,9 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
     if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
       c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
+    c.gemm1.e4m3 = c.gemm1.whole_k = fp8;
     if (fp8_mid) {
       c.gemm1.stages = 4;
-      c.gemm1.e4m3 = c.gemm1.whole_k = true;
       // The dynamic schedule takes 128-row tiles on one warpgroup only.
       if (!packed && c.gemm1.warpgroups == 1)
         c.gemm1.schedule = MoeSchedule::dynamic;

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 using namespace specjit;
 using namespace specjit::runtime;
@@ -31,12 +32,12 @@ TEST_CASE("the default tile rule fills the target's SMs: more SMs, more CTAs per
   CHECK(default_moe_config(mixtral, 1, small).gemm2.warpgroups == 1);
 }
 
-// FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, GEMM1 on e4m3 tensor
-// cores over the whole K on the dynamic schedule; from 17 to 32 the normal orientation in blocks
-// of 64; at 4 and below and for bf16, as before. Each e4m3 configuration compiles clean (no
-// spills, no C75xx) on the reference and scaled shapes, the prefill ones too.
-TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles from 5 to 32 FP8 "
-          "tokens an expert") {
+// FP8 GEMM1 on e4m3 tensor cores over the whole K at every token count; from 5 to 16 tokens an
+// expert (the mean) in blocks of twice the mean on the dynamic schedule; from 17 to 32 the normal
+// orientation in blocks of 64; bf16 as before. Each e4m3 configuration compiles clean (no spills,
+// no C75xx) on the reference and scaled shapes at every default bucket's bound.
+TEST_CASE("the default rule takes e4m3 GEMM1 tiles for FP8 and blocks of twice the mean from 5 to "
+          "16 tokens an expert") {
   const Arch sm90a{9, 0, true};
   const MoeShape qwen3{128, 8, 2048, 768, MoeDType::fp8};
   const MoeShape mixtral{8, 2, 4096, 14336, MoeDType::fp8};
@@ -67,10 +68,20 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   CHECK(default_moe_config(deepseek, 1024, sm90a).describe() ==
         "m64 g1[wgmma n128 g1 s4 e4m3w] g2[wgmma n128 g1 s4 t14]");
   CHECK(default_moe_config(deepseek, 544, sm90a).block_m == 64); // 17
-  // 4 tokens an expert, and bf16: the next power of two, f16 MMAs.
+  // Up to 4 FP8 tokens an expert: the next power of two, e4m3 GEMM1 on the fixed schedule.
+  for (const auto& [shape, tokens] : {std::pair{qwen3, int64_t{64}}, std::pair{mixtral, int64_t{4}},
+                                      std::pair{deepseek, int64_t{4}}}) {
+    const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
+    CHECK(c.block_m == 8);
+    CHECK(c.gemm1.e4m3);
+    CHECK(c.gemm1.whole_k);
+    CHECK_FALSE(c.gemm1.dynamic());
+  }
+  CHECK(default_moe_config(deepseek, 4, sm90a).describe() ==
+        "m8 g1[wgmma-swap n64 g2 s6 e4m3w] g2[wgmma-swap n64 g1 s8 t4]");
+  // bf16: the next power of two, bf16 MMAs.
   for (const auto& [shape, tokens, block_m] :
-       {std::tuple{qwen3, int64_t{64}, 8},
-        std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16},
+       {std::tuple{MoeShape{128, 8, 2048, 768, MoeDType::bf16}, int64_t{256}, 16},
         std::tuple{MoeShape{256, 8, 7168, 256, MoeDType::bf16}, int64_t{1024}, 32}}) {
     const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
     CHECK(c.block_m == block_m);
@@ -83,7 +94,7 @@ TEST_CASE("the default rule takes blocks of twice the mean and e4m3 GEMM1 tiles 
   for (const MoeShape& shape :
        {qwen3, mixtral, deepseek, MoeShape{16, 4, 4096, 14336, MoeDType::fp8},
         MoeShape{512, 16, 7168, 256, MoeDType::fp8}, MoeShape{64, 6, 2048, 1408, MoeDType::fp8}})
-    for (int64_t tokens : {64, 256, 1024, 4096}) {
+    for (int64_t tokens : default_moe_buckets()) {
       const MoeTileConfig c = default_moe_config(shape, tokens, sm90a);
       if (!c.gemm1.e4m3 || !compiled.insert(c.describe()).second)
         continue;
