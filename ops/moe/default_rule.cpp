@@ -109,7 +109,8 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
   if (per_expert <= (fp8 ? 16 : 32)) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
     // FP8 GEMM1 on e4m3 tensor cores over the whole K: no conversion of the weight stream, as
-    // 19 of the two devices' 22 tuned FP8 GEMM1 tiles at up to 4 tokens an expert. From 5 to 16
+    // 19 of the two devices' 22 tuned FP8 GEMM1 tiles at up to 4 tokens an expert (0.92-1.01x
+    // the f16 path's time there on an H100; docs/moe.md, "Tile configurations"). From 5 to 16
     // tokens an expert (the mean): blocks of twice the mean, which most experts' tokens fit in
     // one, and GEMM1 one tile at a time from the dynamic schedule, as the H200's and the H100's
     // tuned tiles there (Qwen3 T = 256, Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Tile
