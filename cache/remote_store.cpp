@@ -116,7 +116,7 @@ llvm::Expected<RemoteStore::Reply> RemoteStore::command(const std::vector<llvm::
     if (m_down && std::chrono::steady_clock::now() < m_retry_at)
       return llvm::make_error<RemoteUnavailableError>("the last attempt failed", true);
     if (auto err = connect_locked())
-      return std::move(err);
+      return err;
   }
   std::vector<const char*> argv;
   std::vector<size_t> lengths;

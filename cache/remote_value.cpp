@@ -99,7 +99,7 @@ llvm::Expected<llvm::StringRef> remote_value_decode(llvm::StringRef value, const
   llvm::StringRef tag = value.substr(k_remote_value_header_size, tag_size);
   llvm::StringRef entry = value.substr(k_remote_value_header_size + tag_size);
   if (auto err = check_tag(tag, entry, key, trust))
-    return std::move(err);
+    return err;
   auto decoded = decode_entry(entry, key);
   if (!decoded)
     return decoded.takeError();

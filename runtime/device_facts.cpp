@@ -45,12 +45,12 @@ llvm::Expected<DeviceFacts> query_device_facts(int ordinal) {
     return drv.takeError();
   CUdevice device = 0;
   if (auto err = drv->check(drv->cuDeviceGet(&device, ordinal), "cuDeviceGet"))
-    return std::move(err);
+    return err;
   DeviceFacts facts;
   facts.from_device = true;
   char name[256] = {};
   if (auto err = drv->check(drv->cuDeviceGetName(name, sizeof name - 1, device), "cuDeviceGetName"))
-    return std::move(err);
+    return err;
   facts.name = name;
   int major = 0, minor = 0;
   const std::pair<CUdevice_attribute, int*> attributes[] = {
@@ -65,7 +65,7 @@ llvm::Expected<DeviceFacts> query_device_facts(int ordinal) {
   for (auto [attribute, value] : attributes)
     if (auto err =
             drv->check(drv->cuDeviceGetAttribute(value, attribute, device), "cuDeviceGetAttribute"))
-      return std::move(err);
+      return err;
   facts.arch = Arch::for_device(major, minor);
   return facts;
 }

@@ -25,7 +25,7 @@ llvm::Expected<Slot*> Engine::Impl::specialize_and_find(KernelId kernel,
   llvm::Error error = llvm::Error::success();
   if (!make_key(kernel, values, key, &error)) {
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return std::move(error);
+    return error;
   }
   return find_or_resolve(key);
 }
@@ -234,7 +234,7 @@ llvm::Expected<Slot*> Engine::Impl::find_or_resolve(const VariantKey& key) {
     }
     slot->changed.notify_all();
     counters.failures.fetch_add(1, std::memory_order_relaxed);
-    return std::move(err);
+    return err;
   }
   slot->state.store(Slot::State::ready, std::memory_order_release);
   slot->changed.notify_all();

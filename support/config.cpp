@@ -212,7 +212,7 @@ llvm::Expected<Config> Config::from_lookup(Lookup lookup) {
                               k_stale_temp_seconds_range))
     return err;
   if (auto err = read_remote(non_empty, config))
-    return std::move(err);
+    return err;
   return config;
 }
 

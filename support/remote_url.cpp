@@ -86,7 +86,7 @@ llvm::Expected<RemoteUrl> parse_remote_url(llvm::StringRef text) {
     url.password = user_info.str();
   }
   if (auto err = read_address(authority, url))
-    return std::move(err);
+    return err;
   if (!path.empty() && (path.getAsInteger(10, url.db) || url.db < 0 || url.db > 1 << 20))
     return bad_url(fmt::format("database '{}' is not a number", path.str()));
   llvm::SmallVector<llvm::StringRef, 8> parameters;
@@ -94,7 +94,7 @@ llvm::Expected<RemoteUrl> parse_remote_url(llvm::StringRef text) {
   for (llvm::StringRef parameter : parameters) {
     auto [name, value] = parameter.split('=');
     if (auto err = read_parameter(name, value, url))
-      return std::move(err);
+      return err;
   }
   return url;
 }
