@@ -108,13 +108,10 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
   const bool fp8 = shape.dtype == MoeDType::fp8;
   if (per_expert <= (fp8 ? 16 : 32)) {
     // Swap-AB: the expert's weight rows fill wgmma's 64-row M, the few tokens its N.
-    // FP8 GEMM1 on e4m3 tensor cores over the whole K: no conversion of the weight stream, as
-    // 19 of the two devices' 22 tuned FP8 GEMM1 tiles at up to 4 tokens an expert (0.92-1.01x
-    // the f16 path's time there on an H100; docs/moe.md, "Tile configurations"). From 5 to 16
-    // tokens an expert (the mean): blocks of twice the mean, which most experts' tokens fit in
-    // one, and GEMM1 one tile at a time from the dynamic schedule, as the H200's and the H100's
-    // tuned tiles there (Qwen3 T = 256, Mixtral T = 64, DeepSeek T = 256; docs/moe.md, "Tile
-    // configurations").
+    // FP8 from 5 to 16 tokens an expert (the mean): blocks of twice the mean, which most experts'
+    // tokens fit in one, and GEMM1 one tile at a time from the dynamic schedule, as the H200's
+    // and the H100's tuned tiles there (Qwen3 T = 256, Mixtral T = 64, DeepSeek T = 256;
+    // docs/moe.md, "Tile configurations").
     const bool fp8_mid = fp8 && per_expert > 4;
     c.block_m = 8;
     while (c.block_m < (fp8_mid ? 2 * per_expert : per_expert))
@@ -129,7 +126,6 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
     if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
       c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
-    c.gemm1.e4m3 = c.gemm1.whole_k = fp8;
     if (fp8_mid) {
       c.gemm1.stages = 4;
       // The dynamic schedule takes 128-row tiles on one warpgroup only.
@@ -138,23 +134,20 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     }
   } else if (fp8 && per_expert <= 32) {
     // FP8 from 17 to 32 tokens an expert: the normal orientation in blocks of 64 tokens, one
-    // warpgroup, GEMM1 on e4m3 tensor cores over the whole K, as both devices' tuned tiles at
-    // DeepSeek T = 1024 (swap-AB blocks of 32 on f16 MMAs took 2.0x their time on an H100).
+    // warpgroup, as both devices' tuned tiles at DeepSeek T = 1024 (swap-AB blocks of 32 on f16
+    // MMAs took 2.0x their time on an H100).
     c.block_m = 64;
     c.gemm1 = tile(128, 4, false, 1);
-    c.gemm1.e4m3 = c.gemm1.whole_k = true;
     c.gemm2 = tile(128, 4, false, 1);
     c.gemm2.tiles = short_k_tiles(shape, c.gemm2.block_n);
   } else if (fp8) {
-    // The H200 table's prefill families: two warpgroups (blocks of 128 tokens), GEMM1 on e4m3
-    // tensor cores over the whole K (on the sorted e4m3 copy of the tokens for top_k <= 2 from
-    // 256 tokens an expert), GEMM2 over the whole K, both 256 weight rows wide where the outputs
-    // divide (exact accumulation turns GEMM1 into f16 MMAs, as for the table's tiles). On an H100
-    // the table's tiles ran 1.46-2.04x faster than the rule's before, f16 MMAs 128 wide
-    // (docs/moe.md, "Tile configurations").
+    // The H200 table's prefill families: two warpgroups (blocks of 128 tokens), GEMM1 on the
+    // sorted e4m3 copy of the tokens for top_k <= 2 from 256 tokens an expert, GEMM2 over the
+    // whole K, both 256 weight rows wide where the outputs divide. On an H100 the table's tiles
+    // ran 1.46-2.04x faster than the rule's before, f16 MMAs 128 wide (docs/moe.md, "Tile
+    // configurations").
     c.block_m = 128;
     c.gemm1 = tile(wgmma_block_n(shape.intermediate, true), 4, false, 2);
-    c.gemm1.e4m3 = c.gemm1.whole_k = true;
     c.gemm1.sorted_tokens = shape.top_k <= 2 && per_expert >= 256;
     c.gemm2 = tile(wgmma_block_n(shape.hidden, false), 4, false, 2);
     c.gemm2.whole_k = true;
@@ -165,6 +158,12 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm1 = tile(wgmma_block_n(shape.intermediate, true), 4, false, warpgroups);
     c.gemm2 = tile(wgmma_block_n(shape.hidden, false), 4, false, warpgroups);
   }
+  // FP8 GEMM1 at every token count on e4m3 tensor cores over the whole K: no conversion of the
+  // weight stream, as the two devices' row-major tuned FP8 GEMM1 tiles mostly are (19 of 22 at
+  // up to 4 tokens an expert, 5 of 6 from 5 to 16, all 14 from 17); at 1-4 tokens an expert
+  // 0.92-1.01x the f16 path's time on an H100 (docs/moe.md, "Tile configurations"). Exact
+  // accumulation turns it into f16 MMAs, as for the table's tiles.
+  c.gemm1.e4m3 = c.gemm1.whole_k = fp8;
   return c;
 }
 
