@@ -203,7 +203,7 @@ struct MoeConfigTable {
 llvm::Expected<MoeConfigTable> parse_moe_config_table(llvm::StringRef json_text);
 llvm::json::Value moe_config_table_to_json(const MoeConfigTable& table);
 
-// The bucket bounds used without a table: 4, 16, 64, 256, 1024, 4096.
+// The bucket bounds used without a table: 1, 4, 16, 64, 256, 1024, 4096.
 const std::vector<int64_t>& default_moe_buckets();
 
 // The rule for a shape and a (bucket's upper bound of the) token count on `target` (its arch and

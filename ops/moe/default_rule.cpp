@@ -8,7 +8,7 @@
 namespace specjit::ops {
 
 const std::vector<int64_t>& default_moe_buckets() {
-  static const std::vector<int64_t> buckets = {4, 16, 64, 256, 1024, 4096};
+  static const std::vector<int64_t> buckets = {1, 4, 16, 64, 256, 1024, 4096};
   return buckets;
 }
 
@@ -126,6 +126,16 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
     if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
       c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
+    // FP8 GEMM1 where the experts hit give at most half as many CTAs as SMs (one token: DeepSeek's
+    // 8 experts x 8 packed tiles): K split across a cluster of CTAs, the most (a power of two up
+    // to 8) that still fit the GPU at once, 8 stages deep, as both devices' tuned T = 1 tiles
+    // for DeepSeek (the H100's n64 g2 s8 k2, the H200's n128 g1 s6 k4: 128 CTAs). Only packed
+    // tiles get here: an unpacked one means at least twice as many CTAs as SMs.
+    const int64_t gemm1_ctas = experts_hit * (2 * shape.intermediate / c.gemm1.block_n);
+    while (fp8 && !fp8_mid && c.gemm1.split_k < 8 && gemm1_ctas * c.gemm1.split_k * 2 <= sms)
+      c.gemm1.split_k *= 2;
+    if (c.gemm1.split_k > 1)
+      c.gemm1.stages = 8;
     if (fp8_mid) {
       c.gemm1.stages = 4;
       // The dynamic schedule takes 128-row tiles on one warpgroup only.
@@ -179,6 +189,11 @@ MoeTileConfig default_moe_config(const MoeShape& shape, int64_t tokens,
   if (arch.major == 9 && arch.minor == 0 && arch.arch_specific) {
     MoeTileConfig c = wgmma_default(shape, per_expert, experts_hit, sms);
     llvm::Error err = check_moe_config(shape, c, arch);
+    while (err && c.gemm1.split_k > 1) { // e.g. a K that does not split so far: split it less
+      llvm::consumeError(std::move(err));
+      c.gemm1.split_k /= 2;
+      err = check_moe_config(shape, c, arch);
+    }
     if (!err)
       return c;
     llvm::consumeError(std::move(err)); // e.g. a shape whose tiles do not fit: mma.sync

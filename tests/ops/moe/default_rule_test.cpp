@@ -50,12 +50,29 @@ TEST_CASE("the default rule takes e4m3 GEMM1 tiles for FP8 and blocks of twice t
         "m16 g1[wgmma-swap n128 g1 s4 dyn e4m3w] g2[wgmma-swap n64 g1 s8 t4]");
   CHECK(default_moe_config(deepseek, 4, sm90a).gemm2.tiles == 4);
   CHECK(default_moe_config(deepseek, 1, sm90a).gemm2.tiles == 1); // 8 experts: 896 CTAs, 448 at t2
-  // The op asks at its bucket's bound, so T = 1 runs the T <= 4 bucket's tiles: DeepSeek's t4
-  // (32 experts), and for Qwen3 none (32 experts x 16 CTAs is under four an SM).
+  // The op asks at its bucket's bound; T = 1 has its own bucket, so one token runs the tiles of
+  // its 8 experts (DeepSeek GEMM2 t1, not the T <= 4 bucket's t4 for 32), and for Qwen3 none
+  // at T = 4 (32 experts x 16 CTAs is under four an SM).
   auto one_token = resolve_moe_config(deepseek, 1, sm90a, nullptr);
   REQUIRE(static_cast<bool>(one_token));
-  CHECK(one_token->bucket == 4);
-  CHECK(one_token->config.gemm2.tiles == 4);
+  CHECK(one_token->bucket == 1);
+  CHECK(one_token->config.gemm2.tiles == 1);
+  CHECK(resolve_moe_config(deepseek, 2, sm90a, nullptr)->bucket == 4);
+  // FP8 GEMM1 with at most half as many CTAs as SMs: K split across a cluster, the most that
+  // fit the GPU at once (DeepSeek T = 1: 8 experts x 8 packed tiles x 2), 8 stages deep, as the
+  // tuned T = 1 tiles; never where the CTAs fill the GPU (Qwen3 T = 1: 8 x 24) or at T = 4.
+  CHECK(default_moe_config(deepseek, 1, sm90a).describe() ==
+        "m8 g1[wgmma-swap n64 g2 s8 k2 e4m3w] g2[wgmma-swap n64 g1 s8]");
+  DeviceFacts sms = DeviceFacts::for_target(sm90a);
+  sms.multiprocessors = 264;
+  CHECK(default_moe_config(deepseek, 1, sms).gemm1.split_k == 4);
+  sms.multiprocessors = 78; // 64 CTAs are more than half of 78 SMs
+  CHECK(default_moe_config(deepseek, 1, sms).gemm1.split_k == 1);
+  CHECK(default_moe_config(deepseek, 4, sm90a).gemm1.split_k == 1);
+  CHECK(default_moe_config(qwen3, 1, sm90a).gemm1.split_k == 1);
+  CHECK(default_moe_config(mixtral, 1, sm90a).gemm1.split_k == 1);
+  CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 1, sm90a).gemm1.split_k ==
+        1);
   CHECK(default_moe_config(qwen3, 4, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(mixtral, 64, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 256, sm90a).gemm2.tiles ==
