@@ -126,6 +126,12 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
     if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
       c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
+    // FP8 GEMM2 whose CTA streams fewer K stages than the shallowest pipeline (DeepSeek's 2 at
+    // one tile a CTA: T = 1): 3 stages, the least wgmma takes, so that more CTAs fit an SM, as
+    // both devices' tuned T = 1 tiles there. On an H100 0.89x the time of 8 stages at DeepSeek
+    // T = 1 (Qwen3's 6 stages a CTA keep 8: 6 or 3 were 4-5 % slower).
+    if (fp8 && c.gemm2.warpgroups == 1 && c.gemm2.tiles * gemm2_k_stages(shape) < 3)
+      c.gemm2.stages = 3;
     // FP8 GEMM1 where the experts hit give at most half as many CTAs as SMs (one token: DeepSeek's
     // 8 experts x 8 packed tiles): K split across a cluster of CTAs, the most (a power of two up
     // to 8) that still fit the GPU at once, 8 stages deep, as both devices' tuned T = 1 tiles

@@ -61,8 +61,11 @@ TEST_CASE("the default rule takes e4m3 GEMM1 tiles for FP8 and blocks of twice t
   // FP8 GEMM1 with at most half as many CTAs as SMs: K split across a cluster, the most that
   // fit the GPU at once (DeepSeek T = 1: 8 experts x 8 packed tiles x 2), 8 stages deep, as the
   // tuned T = 1 tiles; never where the CTAs fill the GPU (Qwen3 T = 1: 8 x 24) or at T = 4.
+  // GEMM2's CTA there streams DeepSeek's 2 K stages only: 3 stages deep, not 8.
   CHECK(default_moe_config(deepseek, 1, sm90a).describe() ==
-        "m8 g1[wgmma-swap n64 g2 s8 k2 e4m3w] g2[wgmma-swap n64 g1 s8]");
+        "m8 g1[wgmma-swap n64 g2 s8 k2 e4m3w] g2[wgmma-swap n64 g1 s3]");
+  CHECK(default_moe_config(deepseek, 4, sm90a).gemm2.stages == 8); // t4: 8 stages a CTA
+  CHECK(default_moe_config(qwen3, 1, sm90a).gemm2.stages == 8);    // 6 stages a CTA
   DeviceFacts sms = DeviceFacts::for_target(sm90a);
   sms.multiprocessors = 264;
   CHECK(default_moe_config(deepseek, 1, sms).gemm1.split_k == 4);
