@@ -76,6 +76,12 @@ TEST_CASE("the default rule takes e4m3 GEMM1 tiles for FP8 and blocks of twice t
   CHECK(default_moe_config(mixtral, 1, sm90a).gemm1.split_k == 1);
   CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 1, sm90a).gemm1.split_k ==
         1);
+  // A K that does not split (57 stages of 128 bytes): split less, still on wgmma.
+  const MoeTileConfig odd_k =
+      default_moe_config(MoeShape{256, 8, 7296, 256, MoeDType::fp8}, 1, sm90a);
+  CHECK(odd_k.gemm1.kernel == MoeGemmKernel::wgmma);
+  CHECK(odd_k.gemm1.block_n == 64);
+  CHECK(odd_k.gemm1.split_k == 1);
   CHECK(default_moe_config(qwen3, 4, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(mixtral, 64, sm90a).gemm2.tiles == 1);
   CHECK(default_moe_config(MoeShape{256, 8, 7168, 256, MoeDType::bf16}, 256, sm90a).gemm2.tiles ==
