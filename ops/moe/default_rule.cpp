@@ -87,8 +87,9 @@ int short_k_tiles(const MoeShape& shape, int block_n) {
 // FP8 swap-AB GEMM2 over a short K (DeepSeek's 2 stages, Qwen3's 6): several 64-column tiles a
 // CTA, the fewest (a power of two up to 8) that give each CTA 8 stages, as both devices' tuned
 // tiles (DeepSeek t4 at T = 4-256, Qwen3 t2-t8), while the CTAs stay at least four an SM. On an
-// H100 against one tile a CTA: DeepSeek T = 4-256 3-15 % faster, T = 1 (the T <= 4 bucket's t4)
-// 2 % slower; Qwen3 T = 16-256 1-2 % faster.
+// H100 against one tile a CTA: DeepSeek T = 4-256 3-15 % faster, T = 1 (then the T <= 4
+// bucket's t4; its own bucket since, whose 8 experts keep one tile) 2 % slower; Qwen3 T = 16-256
+// 1-2 % faster.
 int swap_short_k_tiles(const MoeShape& shape, int64_t experts_hit, int64_t sms) {
   const int64_t stages = gemm2_k_stages(shape);
   const int64_t columns = shape.hidden / 64;
