@@ -1,4 +1,5 @@
 #include "ops/moe/config.h"
+#include "ops/moe/detail.h"
 
 #include "ops/moe/gemm_mma.h"
 #include "ops/moe/gemm_wgmma.h"
@@ -144,8 +145,8 @@ std::string wgmma_rule(const GemmTile& t, const TileUse& u, const Arch& arch) {
     return fmt::format("wgmma needs sm_90a, the target is {}", arch.name());
   if (t.warpgroups < 1 || t.warpgroups > 2)
     return "1 or 2 warpgroups";
-  if (t.stages < 3)
-    return "wgmma needs at least 3 pipeline stages";
+  if (t.stages < moe_detail::k_wgmma_min_stages)
+    return fmt::format("wgmma needs at least {} pipeline stages", moe_detail::k_wgmma_min_stages);
   if (t.swap_ab)
     return swap_ab_rule(t, u);
   if (t.f16_tokens)

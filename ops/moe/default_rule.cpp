@@ -131,19 +131,22 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     // one tile a CTA: T = 1): 3 stages, the least wgmma takes, so that more CTAs fit an SM, as
     // both devices' tuned T = 1 tiles there. On an H100 0.89x the time of 8 stages at DeepSeek
     // T = 1 (Qwen3's 6 stages a CTA keep 8: 6 or 3 were 4-5 % slower).
-    if (fp8 && c.gemm2.warpgroups == 1 && c.gemm2.tiles * gemm2_k_stages(shape) < 3)
-      c.gemm2.stages = 3;
+    if (fp8 && c.gemm2.warpgroups == 1 &&
+        c.gemm2.tiles * gemm2_k_stages(shape) < moe_detail::k_wgmma_min_stages)
+      c.gemm2.stages = moe_detail::k_wgmma_min_stages;
     // FP8 GEMM1 where the experts hit give at most half as many CTAs as SMs (one token: DeepSeek's
     // 8 experts x 8 packed tiles): K split across a cluster of CTAs, the most (a power of two up
     // to 8) that still fit the GPU at once, 8 stages deep, as both devices' tuned T = 1 tiles
     // for DeepSeek (the H100's n64 g2 s8 k2, the H200's n128 g1 s6 k4: 128 CTAs); on an H100
     // 0.85x the time of the T <= 4 bucket's tiles there (docs/moe.md, "Tile configurations").
     // Only packed tiles get here: an unpacked one means at least twice as many CTAs as SMs.
-    const int64_t gemm1_ctas = experts_hit * (2 * shape.intermediate / c.gemm1.block_n);
-    while (fp8 && !fp8_mid && c.gemm1.split_k < 8 && gemm1_ctas * c.gemm1.split_k * 2 <= sms)
-      c.gemm1.split_k *= 2;
-    if (c.gemm1.split_k > 1)
-      c.gemm1.stages = 8;
+    if (fp8 && !fp8_mid) {
+      const int64_t ctas = experts_hit * (2 * shape.intermediate / c.gemm1.block_n);
+      while (c.gemm1.split_k < 8 && ctas * c.gemm1.split_k * 2 <= sms)
+        c.gemm1.split_k *= 2;
+      if (c.gemm1.split_k > 1)
+        c.gemm1.stages = 8;
+    }
     if (fp8_mid) {
       c.gemm1.stages = 4;
       // The dynamic schedule takes 128-row tiles on one warpgroup only.

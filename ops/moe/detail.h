@@ -1,5 +1,6 @@
 // Shared by the fused MoE op's files (ops/moe/: fused_moe.cpp, kernels.cpp, stages.cpp,
-// gemm_mma.cpp, gemm_wgmma.cpp, plan.cpp, default_rule.cpp); not part of the public API.
+// gemm_mma.cpp, gemm_wgmma.cpp, plan.cpp, default_rule.cpp, config.cpp); not part of the public
+// API.
 #pragma once
 
 #include "kernels_src/moe/gemm_args.h"
@@ -19,7 +20,8 @@ inline constexpr llvm::StringLiteral k_op = "fused_moe";
 inline constexpr int k_route_warps = 8;      // kernels_src/moe/route.cu
 inline constexpr int k_align_threads = 1024; // kernels_src/moe/align.cu
 inline constexpr int k_max_block_m = 256;
-inline constexpr int k_min_block_m = 8; // sizes expert_ids in the workspace
+inline constexpr int k_min_block_m = 8;      // sizes expert_ids in the workspace
+inline constexpr int k_wgmma_min_stages = 3; // config.cpp's rule; the default rule's shallowest
 // The f16-token GEMM1 tiles' largest block (config.cpp's rule); sizes their sorted f16 copy
 // of the tokens in the workspace (MoeWorkspaceLayout::tokens_f16).
 inline constexpr int k_max_f16_tokens_block_m = 128;
