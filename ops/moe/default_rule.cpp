@@ -87,9 +87,8 @@ int short_k_tiles(const MoeShape& shape, int block_n) {
 // FP8 swap-AB GEMM2 over a short K (DeepSeek's 2 stages, Qwen3's 6): several 64-column tiles a
 // CTA, the fewest (a power of two up to 8) that give each CTA 8 stages, as both devices' tuned
 // tiles (DeepSeek t4 at T = 4-256, Qwen3 t2-t8), while the CTAs stay at least four an SM. On an
-// H100 against one tile a CTA: DeepSeek T = 4-256 3-15 % faster, T = 1 (then the T <= 4
-// bucket's t4; its own bucket since, whose 8 experts keep one tile) 2 % slower; Qwen3 T = 16-256
-// 1-2 % faster.
+// H100 against one tile a CTA: DeepSeek T = 4-256 3-15 % faster, t4 at T = 1 2 % slower (T = 1's
+// own bucket, 8 experts, keeps one tile); Qwen3 T = 16-256 1-2 % faster.
 int swap_short_k_tiles(const MoeShape& shape, int64_t experts_hit, int64_t sms) {
   const int64_t stages = gemm2_k_stages(shape);
   const int64_t columns = shape.hidden / 64;
@@ -125,15 +124,15 @@ MoeTileConfig wgmma_default(const MoeShape& shape, int64_t per_expert, int64_t e
     const bool packed = experts_hit * (shape.intermediate / 64) < 2 * sms;
     c.gemm1 = tile(packed ? 64 : 128, 6, true, split(shape.intermediate));
     c.gemm2 = tile(64, 8, true, split(shape.hidden));
-    if (fp8 && c.gemm2.warpgroups == 1) // several tiles a CTA need one warpgroup
+    if (fp8 && c.gemm2.warpgroups == 1) { // several tiles a CTA need one warpgroup
       c.gemm2.tiles = swap_short_k_tiles(shape, experts_hit, sms);
-    // FP8 GEMM2 whose CTA streams fewer K stages than the shallowest pipeline (DeepSeek's 2 at
-    // one tile a CTA: T = 1): 3 stages, the least wgmma takes, so that more CTAs fit an SM, as
-    // both devices' tuned T = 1 tiles there. On an H100 0.89x the time of 8 stages at DeepSeek
-    // T = 1 (Qwen3's 6 stages a CTA keep 8: 6 or 3 were 4-5 % slower).
-    if (fp8 && c.gemm2.warpgroups == 1 &&
-        c.gemm2.tiles * gemm2_k_stages(shape) < moe_detail::k_wgmma_min_stages)
-      c.gemm2.stages = moe_detail::k_wgmma_min_stages;
+      // A CTA that streams fewer K stages than the shallowest pipeline (DeepSeek's 2 at one
+      // tile a CTA: T = 1): 3 stages, the least wgmma takes, so that more CTAs fit an SM, as
+      // both devices' tuned T = 1 tiles there. On an H100 0.89x the time of 8 stages at
+      // DeepSeek T = 1 (Qwen3's 6 stages a CTA keep 8: 6 or 3 were 4-5 % slower).
+      if (c.gemm2.tiles * gemm2_k_stages(shape) < moe_detail::k_wgmma_min_stages)
+        c.gemm2.stages = moe_detail::k_wgmma_min_stages;
+    }
     // FP8 GEMM1 where the experts hit give at most half as many CTAs as SMs (one token: DeepSeek's
     // 8 experts x 8 packed tiles): K split across a cluster of CTAs, the most (a power of two up
     // to 8) that still fit the GPU at once, 8 stages deep, as both devices' tuned T = 1 tiles
